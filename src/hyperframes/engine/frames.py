@@ -1,0 +1,282 @@
+"""Frames, batch handles and the preallocated pool they live in.
+
+The pool owns every pixel that moves through a pipeline. It is one block of
+memory cut into ``slots``; each slot holds up to ``batch_size`` frames of one
+:class:`FrameSpec`. What travels between stages is a :class:`Batch`: a thin
+handle naming a slot plus the ids and metadata of the frames in it.
+
+Example:
+    >>> spec = FrameSpec((720, 1280, 3), "uint8")
+    >>> pool = FramePool(spec, batch_size=8, slots=4)
+    >>> slot = pool.acquire(holder="source")
+    >>> pool.view(slot).shape
+    (8, 720, 1280, 3)
+    >>> pool.release(slot)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import Cancelled, PoolExhausted
+
+MAX_BATCH_SIZE = 4096
+
+
+def check_batch_size(batch_size: int) -> int:
+    """Return ``batch_size`` if it is a power of two in 1..4096, else raise ``ValueError``."""
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int | np.integer)
+        or batch_size < 1
+        or batch_size > MAX_BATCH_SIZE
+        or batch_size & (batch_size - 1)
+    ):
+        lower = 1 << max(0, int(batch_size).bit_length() - 1) if isinstance(batch_size, int) else 64
+        lower = min(max(lower, 1), MAX_BATCH_SIZE)
+        upper = min(lower * 2, MAX_BATCH_SIZE)
+        hint = f"{lower} or {upper}" if lower != upper else str(lower)
+        raise ValueError(
+            f"batch_size must be a power of two between 1 and {MAX_BATCH_SIZE}, "
+            f"got {batch_size!r}; try {hint}"
+        )
+    return int(batch_size)
+
+
+@dataclass(frozen=True)
+class FrameSpec:
+    """The shape and dtype of one frame, e.g. ``FrameSpec((720, 1280, 3), "uint8")``."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+
+    def __init__(self, shape: tuple[int, ...] | list[int], dtype: Any = "uint8") -> None:
+        try:
+            dims = tuple(int(d) for d in shape)
+        except TypeError as exc:
+            raise TypeError(f"FrameSpec shape must be a tuple of ints, got {shape!r}") from exc
+        if not dims or any(d < 1 for d in dims):
+            raise ValueError(f"FrameSpec shape must have positive dimensions, got {dims}")
+        kind = np.dtype(dtype)
+        if kind.hasobject or kind.itemsize == 0:
+            raise TypeError(f"FrameSpec dtype must be a fixed-size numeric type, got {kind}")
+        object.__setattr__(self, "shape", dims)
+        object.__setattr__(self, "dtype", kind)
+
+    @classmethod
+    def of(cls, frame: np.ndarray) -> FrameSpec:
+        """The spec of one frame array."""
+        return cls(frame.shape, frame.dtype)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one frame."""
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    def describe(self) -> str:
+        return f"{'x'.join(map(str, self.shape))} {self.dtype}"
+
+    def __repr__(self) -> str:
+        return f"FrameSpec(shape={self.shape}, dtype={self.dtype})"
+
+
+@dataclass
+class Batch:
+    """A handle to up to ``batch_size`` consecutive frames held in one pool slot.
+
+    Attributes:
+        seq: position of the batch in the sequence (0, 1, 2, ...); order is restored on it.
+        index: the frame ids of the frames in the batch, ``int64`` of length ``count``.
+        pool: the pool whose slot holds the pixels.
+        slot: the slot number in ``pool``.
+        meta: per-frame metadata arrays of length ``count`` (e.g. ``"pts"``, ``"hyperframe"``).
+    """
+
+    seq: int
+    index: np.ndarray
+    pool: FramePool
+    slot: int
+    meta: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.index)
+
+    @property
+    def frames(self) -> np.ndarray:
+        """The ``(count, *shape)`` view of the frames: no copy; valid until the slot is released."""
+        return self.pool.view(self.slot)[: self.count]
+
+    def describe(self) -> str:
+        """``"batch 3 (frames 192..255)"``, for error messages."""
+        if self.count == 0:
+            return f"batch {self.seq} (no frames)"
+        first, last = int(self.index[0]), int(self.index[-1])
+        return f"batch {self.seq} (frames {first}..{last})"
+
+    def __repr__(self) -> str:
+        return (
+            f"Batch(seq={self.seq}, count={self.count}, slot={self.slot}, "
+            f"spec={self.pool.spec!r}, meta={sorted(self.meta)})"
+        )
+
+
+class FramePool:
+    """One preallocated block of frames divided into batch slots.
+
+    Slots are handed out by :meth:`acquire` and returned by :meth:`release`.
+    The pool counts every acquire and release and keeps the high-water mark
+    of slots in use, so a leak shows as ``acquired != released``.
+
+    Args:
+        spec: the frame spec every slot holds.
+        batch_size: frames per slot.
+        slots: number of slots.
+        name: a label for error messages and reports.
+        buffer: an existing writable buffer to lay the block over (e.g. a
+            ``multiprocessing.shared_memory`` block); a fresh numpy array when omitted.
+    """
+
+    def __init__(
+        self,
+        spec: FrameSpec,
+        *,
+        batch_size: int,
+        slots: int,
+        name: str = "pool",
+        buffer: Any = None,
+    ) -> None:
+        if slots < 1:
+            raise ValueError(f"a pool needs at least one slot, got slots={slots}")
+        self.spec = spec
+        self.batch_size = check_batch_size(batch_size)
+        self.slots = int(slots)
+        self.name = name
+        shape = (self.slots, self.batch_size, *spec.shape)
+        if buffer is None:
+            self.block: np.ndarray = np.empty(shape, dtype=spec.dtype)
+        else:
+            self.block = np.ndarray(shape, dtype=spec.dtype, buffer=buffer)
+        self._cond = threading.Condition()
+        self._free = list(range(self.slots - 1, -1, -1))
+        self._holders: dict[int, str] = {}
+        self._cancelled: BaseException | None = None
+        self.acquired = 0
+        self.released = 0
+        self.high_water = 0
+
+    @staticmethod
+    def bytes_needed(spec: FrameSpec, batch_size: int, slots: int) -> int:
+        return spec.nbytes * batch_size * slots
+
+    @property
+    def slot_nbytes(self) -> int:
+        return self.spec.nbytes * self.batch_size
+
+    @property
+    def nbytes(self) -> int:
+        return self.slot_nbytes * self.slots
+
+    @property
+    def in_use(self) -> int:
+        with self._cond:
+            return len(self._holders)
+
+    def view(self, slot: int) -> np.ndarray:
+        """The ``(batch_size, *shape)`` array of one slot; no copy."""
+        return self.block[slot]
+
+    def acquire(self, *, holder: str, timeout: float | None = None) -> int:
+        """Take a free slot, blocking while none is free.
+
+        Args:
+            holder: who takes the slot (a stage name), reported if the pool runs dry.
+            timeout: seconds to wait; ``None`` waits until a slot is free or the pool is
+                cancelled.
+
+        Raises:
+            PoolExhausted: no slot came free within ``timeout``; the message says who holds
+                how many slots.
+            Cancelled: the pool was cancelled while waiting.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._free:
+                if self._cancelled is not None:
+                    raise Cancelled("the pipeline stopped") from None
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise PoolExhausted(self._exhausted_message(holder, timeout))
+                self._cond.wait(remaining)
+            if self._cancelled is not None:
+                raise Cancelled("the pipeline stopped") from None
+            slot = self._free.pop()
+            self._holders[slot] = holder
+            self.acquired += 1
+            self.high_water = max(self.high_water, len(self._holders))
+            return slot
+
+    def hand_over(self, slot: int, holder: str) -> None:
+        """Record that ``holder`` now holds ``slot`` (for reports on who holds what)."""
+        with self._cond:
+            if slot in self._holders:
+                self._holders[slot] = holder
+
+    def release(self, slot: int) -> None:
+        """Give a slot back. Releasing a slot that is not held raises ``ValueError``."""
+        with self._cond:
+            if slot not in self._holders:
+                raise ValueError(f"slot {slot} of pool {self.name!r} is not held")
+            del self._holders[slot]
+            self._free.append(slot)
+            self.released += 1
+            self._cond.notify()
+
+    def release_all(self) -> int:
+        """Give back every held slot (after a failure); returns how many were held."""
+        with self._cond:
+            held = list(self._holders)
+            for slot in held:
+                del self._holders[slot]
+                self._free.append(slot)
+            self.released += len(held)
+            self._cond.notify_all()
+            return len(held)
+
+    def cancel(self, reason: BaseException | None = None) -> None:
+        """Wake every waiter with :class:`Cancelled`; later acquires fail the same way."""
+        with self._cond:
+            self._cancelled = reason or Cancelled("the pipeline stopped")
+            self._cond.notify_all()
+
+    def holders(self) -> Mapping[str, int]:
+        """How many slots each holder has, e.g. ``{"map:blur": 3, "sink": 1}``."""
+        with self._cond:
+            return self._holders_counts()
+
+    def _exhausted_message(self, holder: str, timeout: float | None) -> str:
+        held = ", ".join(f"{who} holds {n}" for who, n in sorted(self._holders_counts().items()))
+        return (
+            f"{holder} waited {timeout:g} s for a slot of pool {self.name!r} "
+            f"({self.slots} slots of {self.batch_size} frames): {held or 'nobody holds any'}; "
+            "a stage may be stuck or slow: raise slots=, lower batch_size= or "
+            "raise slot_timeout="
+        )
+
+    def _holders_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for who in self._holders.values():
+            counts[who] = counts.get(who, 0) + 1
+        return counts
+
+    def __repr__(self) -> str:
+        return (
+            f"FramePool(name={self.name!r}, spec={self.spec!r}, batch_size={self.batch_size}, "
+            f"slots={self.slots}, nbytes={self.nbytes})"
+        )

@@ -1,0 +1,61 @@
+"""Errors raised by hyperframes.
+
+Bad arguments raise built-in errors (``ValueError``, ``TypeError``). Domain
+failures raise a :class:`HyperframesError` subclass that also inherits the
+matching built-in, so ``except ValueError`` keeps working::
+
+    HyperframesError
+    ├── FrameError(ValueError)        a frame of the wrong shape, dtype or value
+    ├── StageError(RuntimeError)      a stage broke the stage contract
+    ├── PoolExhausted(TimeoutError)   no pool slot came free in time; says who holds them
+    ├── Cancelled(RuntimeError)       internal: wakes waiters when a run stops
+    ├── MediaError(ValueError)        a file that cannot be read or written as media
+    │   └── CorruptFrame              a frame that cannot be decoded (with its index)
+    └── StoreError(ValueError)        a hyperframe store that cannot be used
+        └── StoreCorrupt              the store's bytes do not check out
+
+An exception raised by user code inside a stage is re-raised as itself (same
+type, same traceback) with a note naming the stage, batch and frame ids.
+"""
+
+from __future__ import annotations
+
+
+class HyperframesError(Exception):
+    """Base class of every error hyperframes raises on purpose."""
+
+
+class FrameError(HyperframesError, ValueError):
+    """A frame has the wrong shape, dtype or values."""
+
+
+class StageError(HyperframesError, RuntimeError):
+    """A stage returned something that breaks the stage contract."""
+
+
+class PoolExhausted(HyperframesError, TimeoutError):
+    """No pool slot came free within the timeout."""
+
+
+class Cancelled(HyperframesError, RuntimeError):
+    """The pipeline was stopped while this call waited (internal signal)."""
+
+
+class MediaError(HyperframesError, ValueError):
+    """A media file cannot be read or written."""
+
+
+class CorruptFrame(MediaError):
+    """A frame inside a media file cannot be decoded."""
+
+    def __init__(self, message: str, *, frame: int | None = None) -> None:
+        super().__init__(message)
+        self.frame = frame
+
+
+class StoreError(HyperframesError, ValueError):
+    """A hyperframe store cannot be opened or used."""
+
+
+class StoreCorrupt(StoreError):
+    """A hyperframe store's bytes fail validation."""

@@ -1,0 +1,102 @@
+"""The two small interfaces every input and output implements.
+
+A :class:`Source` fills pool slots with frames, in order; a :class:`Sink`
+takes frames in order. The engine calls them from one thread each, so
+implementations need no locking.
+
+Example (a source of ``n`` black frames)::
+
+    class Black(Source):
+        def __init__(self, n):
+            self.spec, self.length, self._next = FrameSpec((8, 8, 3)), n, 0
+
+        def read_into(self, out):
+            count = min(len(out), self.length - self._next)
+            out[:count] = 0
+            index = np.arange(self._next, self._next + count)
+            self._next += count
+            return Chunk(index)
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from ..engine.frames import FrameSpec
+
+
+@dataclass
+class Chunk:
+    """What one :meth:`Source.read_into` call produced.
+
+    Attributes:
+        index: frame ids of the frames written to ``out[:len(index)]``; empty at the end.
+        meta: per-frame arrays of the same length (``"pts"`` in seconds, for video).
+    """
+
+    index: np.ndarray
+    meta: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+class Source(ABC):
+    """Frames in order, written straight into the slots the engine hands over.
+
+    Attributes:
+        spec: shape and dtype of every frame (known before the first read).
+        length: number of frames if known, else ``None`` (for progress and ETA).
+        info: free-form facts about the input (fps, time base, codec, path) for reports.
+    """
+
+    spec: FrameSpec
+    length: int | None = None
+    info: dict[str, Any]
+
+    def open(self) -> None:  # noqa: B027 - optional hook
+        """Acquire resources (files, decoders); called once before the first read."""
+
+    @abstractmethod
+    def read_into(self, out: np.ndarray) -> Chunk:
+        """Write up to ``len(out)`` next frames into ``out`` and say which they were.
+
+        Returns an empty :class:`Chunk` at the end of input. Never allocates per frame
+        where it can write into ``out`` directly.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources; called once, also after errors."""
+
+    def __enter__(self) -> Source:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Sink(ABC):
+    """Takes frames in input order; commits on success and leaves nothing behind on failure."""
+
+    def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Called once with the spec of the frames it will receive and the source's info."""
+
+    @abstractmethod
+    def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
+        """Consume one batch: ``frames`` is a view valid only during the call."""
+
+    def close(self, *, ok: bool) -> Any:
+        """Finish. ``ok=False`` after a failure: remove partial output. Returns a result
+        (e.g. the output path) that goes into the run report as ``output``."""
+        return None
