@@ -1,0 +1,48 @@
+"""hyperframes: flat-memory, every-core pipelines for very long frame sequences.
+
+Example:
+    >>> import numpy as np, hyperframes as hf
+    >>> frames = np.zeros((256, 72, 128, 3), np.uint8)
+    >>> report = hf.Pipeline.from_frames(frames).map(np.bitwise_not, workers=2).run()
+    >>> report.frames
+    256
+"""
+
+from ._version import __version__
+from .engine.frames import Batch, FramePool, FrameSpec
+from .engine.pipeline import Pipeline
+from .engine.runner import Progress
+from .errors import (
+    CorruptFrame,
+    FrameError,
+    HyperframesError,
+    MediaError,
+    PoolExhausted,
+    StageError,
+    StoreCorrupt,
+    StoreError,
+)
+from .io.base import Chunk, Sink, Source
+from .metrics.report import RunReport, StageReport
+
+__all__ = [
+    "Batch",
+    "Chunk",
+    "CorruptFrame",
+    "FrameError",
+    "FramePool",
+    "FrameSpec",
+    "HyperframesError",
+    "MediaError",
+    "Pipeline",
+    "PoolExhausted",
+    "Progress",
+    "RunReport",
+    "Sink",
+    "Source",
+    "StageError",
+    "StageReport",
+    "StoreCorrupt",
+    "StoreError",
+    "__version__",
+]

@@ -96,6 +96,9 @@ class Batch:
         pool: the pool whose slot holds the pixels.
         slot: the slot number in ``pool``.
         meta: per-frame metadata arrays of length ``count`` (e.g. ``"pts"``, ``"hyperframe"``).
+        held: slots of earlier pools this batch still holds. A batch keeps every slot it
+            took until it leaves the pipeline, so the source pool's slot count bounds the
+            batches in flight everywhere, and no later pool can run dry (see ``runner``).
     """
 
     seq: int
@@ -103,6 +106,7 @@ class Batch:
     pool: FramePool
     slot: int
     meta: dict[str, np.ndarray] = field(default_factory=dict)
+    held: tuple[tuple[FramePool, int], ...] = ()
 
     @property
     def count(self) -> int:
@@ -112,6 +116,22 @@ class Batch:
     def frames(self) -> np.ndarray:
         """The ``(count, *shape)`` view of the frames: no copy; valid until the slot is released."""
         return self.pool.view(self.slot)[: self.count]
+
+    def moved_to(self, pool: FramePool, slot: int) -> Batch:
+        """The same batch, now in ``slot`` of ``pool``; the old slot stays held."""
+        return Batch(
+            self.seq, self.index, pool, slot, self.meta, (*self.held, (self.pool, self.slot))
+        )
+
+    def hand_over(self, holder: str) -> None:
+        """Record ``holder`` as the holder of every slot of this batch."""
+        for pool, slot in ((self.pool, self.slot), *self.held):
+            pool.hand_over(slot, holder)
+
+    def release(self) -> None:
+        """Give back every slot the batch holds."""
+        for pool, slot in ((self.pool, self.slot), *self.held):
+            pool.release(slot)
 
     def describe(self) -> str:
         """``"batch 3 (frames 192..255)"``, for error messages."""

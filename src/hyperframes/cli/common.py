@@ -1,0 +1,63 @@
+"""What every command shares: JSON output, error lines, the progress bar, number parsing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .. import RunReport
+from ..engine.frames import check_batch_size
+from ..metrics.progress import ProgressBar
+
+
+def fail(exc: BaseException) -> int:
+    """Print ``exc`` as one line on stderr (its notes after a semicolon) and return 1."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    notes = [n for n in getattr(exc, "__notes__", []) if n]
+    where = f" ({'; '.join(notes)})" if notes else ""
+    print(f"hyperframes: error: {message}{where}", file=sys.stderr)
+    return 1
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Options of every long-running command."""
+    parser.add_argument("--workers", type=positive_int, default=2, help="workers per stage")
+    parser.add_argument(
+        "--batch-size", type=batch_size, default=None, help="frames per batch (a power of two)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object, no bar")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
+    return value
+
+
+def batch_size(text: str) -> int:
+    try:
+        return check_batch_size(int(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def progress_for(args: argparse.Namespace, label: str) -> ProgressBar:
+    return ProgressBar(label=label, enabled=False if args.json else None)
+
+
+def emit_report(args: argparse.Namespace, report: RunReport, **extra: Any) -> None:
+    """Print the run report: JSON on stdout with ``--json``, else the table."""
+    if args.json:
+        data = report.to_dict()
+        data.update(extra)
+        print(json.dumps(data, default=str))
+    else:
+        print(report)
+        for key, value in extra.items():
+            print(f"{key}: {value}")

@@ -1,0 +1,228 @@
+"""The pipeline builder: a source, stages, a sink, and ``run()``.
+
+Example:
+    >>> import numpy as np
+    >>> frames = np.zeros((100, 72, 128, 3), np.uint8)
+    >>> out = Pipeline.from_frames(frames, batch_size=16).map(np.bitwise_not).collect()
+    >>> out.shape, int(out[0, 0, 0, 0])
+    ((100, 72, 128, 3), 255)
+
+Builder methods return a new pipeline, so a partly built one can be reused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import StageError
+from ..io.arrays import ArraySource, IndexSource, IterableSource, check_frame
+from ..io.base import Sink, Source
+from ..io.callbacks import CallbackSink, CollectSink, NullSink
+from ..metrics.report import RunReport
+from .frames import Batch, FrameSpec, check_batch_size
+from .runner import ProgressFn, Runner
+from .stage import Stage
+
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_SLOT_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A line of stages from a source to a sink. Build with ``Pipeline.from_*``.
+
+    Frames are cut into batches of ``batch_size`` (a power of two) at the source; each
+    stage runs on whole batches with its own worker threads; the sink gets frames in
+    input order.
+    """
+
+    source: Source
+    batch_size: int = DEFAULT_BATCH_SIZE
+    stages: tuple[Stage, ...] = ()
+    sink: Sink = field(default_factory=NullSink)
+
+    def __post_init__(self) -> None:
+        check_batch_size(self.batch_size)
+        if not isinstance(self.source, Source):
+            raise TypeError(f"source must be a hyperframes Source, got {type(self.source)}")
+
+    # -- sources -------------------------------------------------------------------------
+
+    @classmethod
+    def from_source(cls, source: Source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> Pipeline:
+        """Frames from any :class:`~hyperframes.io.base.Source` (a video, images, a store)."""
+        return cls(source, batch_size)
+
+    @classmethod
+    def from_frames(
+        cls,
+        frames: np.ndarray | Iterable[np.ndarray],
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        spec: FrameSpec | None = None,
+    ) -> Pipeline:
+        """Frames from an ``(N, *shape)`` array or from any iterable of frame arrays.
+
+        Args:
+            frames: the frames. An iterable is read lazily, so a generator of a million
+                frames never sits in memory at once.
+            batch_size: frames per batch, a power of two.
+            spec: the frame spec, if it should not be taken from the first frame.
+        """
+        if isinstance(frames, np.ndarray):
+            source: Source = ArraySource(frames)
+        else:
+            source = IterableSource(frames, spec=spec)
+        return cls(source, batch_size)
+
+    @classmethod
+    def from_generator(
+        cls,
+        fn: Callable[[int], np.ndarray],
+        *,
+        count: int,
+        spec: FrameSpec,
+        workers: int = 1,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> Pipeline:
+        """Frames rendered by ``fn(i)`` for ``i`` in ``0..count-1``, ``workers`` at a time.
+
+        This is the long-render case: a 30,000-frame animation is rendered in parallel and
+        comes out in order, with memory bounded by the pool, not by ``count``.
+        """
+        if not callable(fn):
+            raise TypeError(f"from_generator needs a callable fn(i), got {type(fn).__name__}")
+
+        def render(batch: Batch) -> None:
+            out = batch.frames
+            for j, i in enumerate(batch.index.tolist()):
+                out[j] = check_frame(fn(i), spec, i, origin=f"{_name_of(fn)}({i})")
+
+        stage = Stage(f"render:{_name_of(fn)}", render, workers=workers)
+        return cls(IndexSource(count, spec), batch_size, (stage,))
+
+    # -- stages --------------------------------------------------------------------------
+
+    def map(
+        self,
+        fn: Callable[[np.ndarray], np.ndarray],
+        *,
+        workers: int = 1,
+        name: str | None = None,
+        spec: FrameSpec | None = None,
+        queue: int | None = None,
+    ) -> Pipeline:
+        """Add a stage that runs ``fn`` on each batch of frames.
+
+        Args:
+            fn: takes the ``(n, *shape)`` frames of a batch and returns ``n`` frames. It may
+                write into its input and return it (no copy), or return a new array; frames
+                of another shape or dtype go to the stage's own pool.
+            workers: threads running ``fn`` at once. Functions that release the GIL
+                (OpenCV, most numpy, PyAV, torch) scale with this.
+            name: the stage's name in reports; ``"map:<function name>"`` by default.
+            spec: the output frame spec, if known; otherwise the first batch sets it.
+            queue: capacity of the stage's input queue; ``2 * workers + 1`` by default.
+        """
+        if not callable(fn):
+            raise TypeError(f"map needs a callable, got {type(fn).__name__}")
+        label = self._unique(name or f"map:{_name_of(fn)}")
+
+        def process(batch: Batch) -> np.ndarray:
+            result = fn(batch.frames)
+            if result is None:
+                raise StageError(
+                    f"stage {label!r} returned None for {batch.describe()}; a stage function "
+                    "must return the frames (return its input if it changed it in place)"
+                )
+            return result
+
+        stage = Stage(label, process, workers=workers, spec=spec, queue=queue)
+        return dataclasses.replace(self, stages=(*self.stages, stage))
+
+    # -- sinks ---------------------------------------------------------------------------
+
+    def to(self, sink: Sink) -> Pipeline:
+        """Send the frames to ``sink`` (a video file, images, a store, ...)."""
+        if not isinstance(sink, Sink):
+            raise TypeError(f"to() needs a hyperframes Sink, got {type(sink).__name__}")
+        return dataclasses.replace(self, sink=sink)
+
+    def for_each(self, fn: Callable[..., Any], *, batched: bool = False) -> Pipeline:
+        """Call ``fn(i, frame)`` for every frame in order (``fn(ids, frames)`` if ``batched``).
+
+        The arrays are views into the pool, valid only during the call.
+        """
+        return self.to(CallbackSink(fn, batched=batched))
+
+    def write_images(self, directory: str | Path, **options: Any) -> Pipeline:
+        """Write every frame as an image file (see ``ImageSequenceSink`` for options)."""
+        from ..io.images import ImageSequenceSink
+
+        return self.to(ImageSequenceSink(directory, **options))
+
+    # -- running -------------------------------------------------------------------------
+
+    def run(
+        self,
+        *,
+        slots: int | None = None,
+        slot_timeout: float | None = DEFAULT_SLOT_TIMEOUT,
+        progress: ProgressFn | None = None,
+    ) -> RunReport:
+        """Run the pipeline to the end and return its report.
+
+        Args:
+            slots: batches in flight at once (slots of each pool). By default one per
+                worker plus three. Memory is about ``slots * batch_size * frame bytes`` per
+                pool, allocated once.
+            slot_timeout: seconds the source waits for a free slot before raising
+                ``PoolExhausted`` (which says who holds the slots); ``None`` waits forever.
+            progress: called in the caller's thread after each batch reaches the sink.
+
+        Raises:
+            The first exception of any stage, unchanged, with a note naming the stage, batch
+            and frames. Every thread is joined and every slot released before it is raised.
+        """
+        runner = Runner(
+            self.source,
+            self.stages,
+            self.sink,
+            batch_size=self.batch_size,
+            slots=slots,
+            slot_timeout=slot_timeout,
+            progress=progress,
+        )
+        return runner.run()
+
+    def collect(self, **run_options: Any) -> np.ndarray:
+        """Run and return every output frame as one ``(N, *shape)`` array (short inputs only)."""
+        report = self.to(CollectSink()).run(**run_options)
+        frames: np.ndarray = report.output
+        return frames
+
+    def _unique(self, name: str) -> str:
+        taken = {s.name for s in self.stages}
+        if name not in taken:
+            return name
+        n = 2
+        while f"{name}#{n}" in taken:
+            n += 1
+        return f"{name}#{n}"
+
+    def __repr__(self) -> str:
+        names = " -> ".join(s.name for s in self.stages) or "(no stages)"
+        return (
+            f"Pipeline({type(self.source).__name__} {self.source.spec.describe()} -> {names} "
+            f"-> {type(self.sink).__name__}, batch_size={self.batch_size})"
+        )
+
+
+def _name_of(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__

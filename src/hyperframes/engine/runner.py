@@ -1,0 +1,317 @@
+"""Run a pipeline: a source thread, worker threads per stage, the sink in the caller's thread.
+
+How a run stays flat, busy and safe:
+
+* **Flat.** The source takes a slot of the source pool before it reads into it, and a
+  batch keeps its slots until the sink is done with it. So the source pool's slot count
+  bounds the batches in flight anywhere in the line; a full pool blocks the source
+  (backpressure). Every later pool has as many slots as the source pool, and each batch
+  holds at most one slot per pool, so a later pool can never run dry: the batch the sink
+  waits for can always move on, however many finished ahead of it (no admission deadlock).
+* **Busy.** Each stage has its own threads and a bounded input channel.
+* **Safe.** The first exception anywhere (or Ctrl-C in the caller) cancels every channel
+  and pool, which wakes every blocked thread; every thread is joined, every slot released,
+  the sink told to drop its partial output, and the original exception re-raised with a
+  note naming the stage, batch and frames.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import Cancelled, StageError
+from ..io.base import Sink, Source
+from ..metrics.report import RunReport, StageStats
+from .channel import END, Channel
+from .frames import Batch, FramePool
+from .reorder import ReorderBuffer
+from .stage import Stage
+
+STOP_GRACE_S = 10.0
+"""After a failure, how long to wait for threads still inside user code before giving up on
+them (they are daemon threads; their slots stay valid because the pool dies with them)."""
+
+MEMORY_SHARE = 0.5
+"""The pools of one run may take at most this share of physical memory."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a progress callback is told after each batch reaches the sink."""
+
+    frames: int
+    total: int | None
+    elapsed_s: float
+    slowest_stage: str
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+def default_slots(stages: Sequence[Stage]) -> int:
+    """Batches in flight by default: one per worker, plus the source's, the sink's and one spare."""
+    return sum(s.workers for s in stages) + 3
+
+
+def check_pool_memory(nbytes: int, *, what: str) -> None:
+    """Refuse pools that would take more than half of physical memory, before allocating."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if nbytes > MEMORY_SHARE * physical:
+        raise MemoryError(
+            f"{what} needs {nbytes / 2**30:.1f} GiB, more than half of this machine's "
+            f"{physical / 2**30:.1f} GiB; lower batch_size= or slots=, or downscale the frames"
+        )
+
+
+class Runner:
+    """One run of a line of stages between a source and a sink. Use :func:`run_line`."""
+
+    def __init__(
+        self,
+        source: Source,
+        stages: Sequence[Stage],
+        sink: Sink,
+        *,
+        batch_size: int,
+        slots: int | None,
+        slot_timeout: float | None,
+        progress: ProgressFn | None,
+    ) -> None:
+        self.source = source
+        self.stages = list(stages)
+        self.sink = sink
+        self.slots = default_slots(self.stages) if slots is None else int(slots)
+        if self.slots < 1:
+            raise ValueError(f"slots must be at least 1, got {slots}")
+        check_pool_memory(
+            FramePool.bytes_needed(source.spec, batch_size, self.slots),
+            what=f"a pool of {self.slots} slots x {batch_size} frames of {source.spec.describe()}",
+        )
+        self.pool = FramePool(source.spec, batch_size=batch_size, slots=self.slots, name="source")
+        self.slot_timeout = slot_timeout
+        self.progress = progress
+        self.channels = [Channel(s.queue or 1) for s in self.stages]
+        self.channels.append(Channel(self.slots))  # into the sink: never the bottleneck
+        self.stats = [StageStats("source")]
+        self.stats += [StageStats(s.name, workers=s.workers) for s in self.stages]
+        self.stats.append(StageStats("sink"))
+        for st, ch in zip(self.stats[1:], self.channels, strict=True):
+            st.queue_capacity = ch.capacity
+        self._error: BaseException | None = None
+        self._error_lock = threading.Lock()
+        self._alive = [s.workers for s in self.stages]
+        self._reorder: ReorderBuffer[Batch] = ReorderBuffer()
+        self._sink_open = False
+
+    # -- failure -------------------------------------------------------------------------
+
+    def _fail(self, exc: BaseException) -> None:
+        with self._error_lock:
+            if self._error is None and not isinstance(exc, Cancelled):
+                self._error = exc
+        for ch in self.channels:
+            ch.cancel()
+        for pool in self._pools():
+            pool.cancel()
+
+    def _pools(self) -> list[FramePool]:
+        return [self.pool] + [s.out_pool for s in self.stages if s.out_pool is not None]
+
+    # -- threads -------------------------------------------------------------------------
+
+    def _source_loop(self) -> None:
+        stats, out, pool = self.stats[0], self.channels[0], self.pool
+        seq = 0
+        try:
+            while True:
+                t0 = time.perf_counter()
+                slot = pool.acquire(holder="source", timeout=self.slot_timeout)
+                t1 = time.perf_counter()
+                try:
+                    chunk = self.source.read_into(pool.view(slot))
+                    count = len(chunk)
+                    if count == 0:
+                        pool.release(slot)
+                        break
+                    if count > pool.batch_size:
+                        raise StageError(
+                            f"the source returned {count} frames for a slot of "
+                            f"{pool.batch_size}; a source must fill at most len(out) frames"
+                        )
+                    index = np.asarray(chunk.index, dtype=np.int64)
+                    batch = Batch(seq, index, pool, slot, dict(chunk.meta))
+                except BaseException as exc:
+                    first = seq * pool.batch_size
+                    exc.add_note(f"while the source read batch {seq} (from frame {first} on)")
+                    raise
+                t2 = time.perf_counter()
+                out.put(batch)
+                t3 = time.perf_counter()
+                stats.add(frames=count, busy=t2 - t1, wait_out=(t1 - t0) + (t3 - t2))
+                seq += 1
+            out.close()
+        except BaseException as exc:
+            self._fail(exc)
+
+    def _worker_loop(self, i: int) -> None:
+        stage, stats = self.stages[i], self.stats[i + 1]
+        inbox, outbox = self.channels[i], self.channels[i + 1]
+        try:
+            while True:
+                t0 = time.perf_counter()
+                batch = inbox.get()
+                if batch is END:
+                    break
+                batch.hand_over(stage.name)
+                t1 = time.perf_counter()
+                try:
+                    result = stage.apply(batch, slots=self.slots)
+                except BaseException as exc:
+                    exc.add_note(f"in stage {stage.name!r}, {batch.describe()}")
+                    raise
+                t2 = time.perf_counter()
+                outbox.put(result)
+                t3 = time.perf_counter()
+                stats.add(frames=batch.count, busy=t2 - t1, wait_in=t1 - t0, wait_out=t3 - t2)
+        except BaseException as exc:
+            self._fail(exc)
+        finally:
+            with self._error_lock:
+                self._alive[i] -= 1
+                last = self._alive[i] == 0
+            if last:
+                outbox.close()
+
+    # -- the caller's thread: the sink ---------------------------------------------------
+
+    def run(self) -> RunReport:
+        for stage in self.stages:
+            stage.reset()
+        threads = [threading.Thread(target=self._source_loop, name="hf-source", daemon=True)]
+        for i, stage in enumerate(self.stages):
+            threads += [
+                threading.Thread(
+                    target=self._worker_loop, args=(i,), name=f"hf-{stage.name}-{w}", daemon=True
+                )
+                for w in range(stage.workers)
+            ]
+        start = time.perf_counter()
+        output: Any = None
+        delivered = 0
+        try:
+            self.source.open()
+            try:
+                for t in threads:
+                    t.start()
+                delivered = self._sink_loop(start)
+                self._sink_open = False
+                output = self.sink.close(ok=True)
+            except BaseException as exc:
+                self._fail(exc)
+            finally:
+                self._join(threads)
+                for batch in self._reorder.drain():
+                    batch.release()
+                if self._error is not None:
+                    for pool in self._pools():
+                        pool.release_all()
+                    if self._sink_open:
+                        self.sink.close(ok=False)
+        finally:
+            self.source.close()
+        if self._error is not None:
+            raise self._error
+        wall = time.perf_counter() - start
+        return self._report(delivered, wall, output)
+
+    def _join(self, threads: list[threading.Thread]) -> None:
+        if self._error is None:
+            for t in threads:
+                if t.ident is not None:
+                    t.join()
+            return
+        deadline = time.monotonic() + STOP_GRACE_S
+        for t in threads:
+            if t.ident is not None:
+                t.join(max(0.0, deadline - time.monotonic()))
+        stuck = [t.name for t in threads if t.is_alive()]
+        if stuck:
+            self._error.add_note(
+                f"{len(stuck)} thread(s) were still inside user code {STOP_GRACE_S:g} s after "
+                f"the failure and were left behind: {', '.join(stuck)}"
+            )
+
+    def _open_sink(self, batch_pool: FramePool) -> None:
+        self.sink.open(batch_pool.spec, dict(getattr(self.source, "info", {})))
+        self._sink_open = True
+
+    def _sink_loop(self, start: float) -> int:
+        stats, inbox = self.stats[-1], self.channels[-1]
+        total = self.source.length
+        delivered = 0
+        while True:
+            t0 = time.perf_counter()
+            item = inbox.get()
+            if item is END:
+                break
+            t1 = time.perf_counter()
+            for batch in self._reorder.push(item.seq, item):
+                batch.hand_over("sink")
+                if not self._sink_open:
+                    self._open_sink(batch.pool)
+                try:
+                    self.sink.write(batch.frames, batch.index, batch.meta)
+                except BaseException as exc:
+                    exc.add_note(f"in the sink, {batch.describe()}")
+                    raise
+                batch.release()
+                delivered += batch.count
+                if self.progress is not None:
+                    elapsed = time.perf_counter() - start
+                    self.progress(Progress(delivered, total, elapsed, self._slowest()))
+            stats.add(frames=item.count, busy=time.perf_counter() - t1, wait_in=t1 - t0)
+        if len(self._reorder):
+            raise RuntimeError(f"internal error: {len(self._reorder)} batches never came in order")
+        if not self._sink_open:  # no frames at all: the sink still opens and closes
+            self._open_sink(self.pool)
+        return delivered
+
+    def _slowest(self) -> str:
+        busiest = max(self.stats, key=lambda s: s.busy_s / max(s.workers, 1))
+        return busiest.name
+
+    def _report(self, frames: int, wall: float, output: Any) -> RunReport:
+        for st, ch in zip(self.stats[1:], self.channels, strict=True):
+            st.queue_high_water = ch.high_water
+        pools = self._pools()
+        return RunReport(
+            frames=frames,
+            wall_s=round(wall, 6),
+            fps=round(frames / wall, 3) if wall > 0 else 0.0,
+            stages=tuple(s.summary() for s in self.stats),
+            pool_slots=self.slots,
+            pool_high_water_slots=sum(p.high_water for p in pools),
+            pool_high_water_bytes=sum(p.high_water * p.slot_nbytes for p in pools),
+            pool_bytes=sum(p.nbytes for p in pools),
+            reorder_high_water=self._reorder.high_water,
+            batch_size=self.pool.batch_size,
+            output=output,
+        )
+
+    def leaks(self) -> dict[str, int]:
+        """Slots still held per pool after the run (all zero unless something is wrong)."""
+        return {p.name: p.acquired - p.released for p in self._pools()}

@@ -1,0 +1,157 @@
+"""Counters a run keeps while it goes, and the report it returns at the end.
+
+:class:`StageStats` are updated by the threads of one stage (under a lock);
+:class:`RunReport` is the frozen summary ``Pipeline.run()`` returns, printable
+as a table (``str(report)``) and as JSON (``report.to_dict()``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class StageStats:
+    """Live counters of one stage (the source and the sink count as stages)."""
+
+    name: str
+    workers: int = 1
+    frames: int = 0
+    batches: int = 0
+    busy_s: float = 0.0
+    wait_in_s: float = 0.0
+    wait_out_s: float = 0.0
+    queue_capacity: int = 0
+    queue_high_water: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(
+        self, *, frames: int = 0, busy: float = 0.0, wait_in: float = 0.0, wait_out: float = 0.0
+    ) -> None:
+        with self._lock:
+            self.frames += frames
+            self.batches += 1 if frames else 0
+            self.busy_s += busy
+            self.wait_in_s += wait_in
+            self.wait_out_s += wait_out
+
+    def summary(self) -> StageReport:
+        with self._lock:
+            return StageReport(
+                name=self.name,
+                workers=self.workers,
+                frames=self.frames,
+                batches=self.batches,
+                busy_s=round(self.busy_s, 6),
+                wait_in_s=round(self.wait_in_s, 6),
+                wait_out_s=round(self.wait_out_s, 6),
+                queue_capacity=self.queue_capacity,
+                queue_high_water=self.queue_high_water,
+            )
+
+
+@dataclass(frozen=True)
+class StageReport:
+    """What one stage did: frames, busy time (in its function) and time spent waiting.
+
+    ``wait_in_s`` is time waiting for work (starved by the stage before);
+    ``wait_out_s`` is time waiting to hand work on (held back by the stage after).
+    Times are summed over the stage's workers.
+    """
+
+    name: str
+    workers: int
+    frames: int
+    batches: int
+    busy_s: float
+    wait_in_s: float
+    wait_out_s: float
+    queue_capacity: int
+    queue_high_water: int
+
+    @property
+    def busy_per_worker_s(self) -> float:
+        return self.busy_s / max(self.workers, 1)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The summary of one run.
+
+    Attributes:
+        frames: frames delivered to the sink.
+        wall_s: wall-clock seconds of the run.
+        fps: ``frames / wall_s``.
+        stages: one :class:`StageReport` per stage, source first, sink last.
+        pool_slots: slots of the source pool (the bound on batches in flight).
+        pool_high_water_slots: most slots in use at once, summed over the pools.
+        pool_high_water_bytes: bytes of those slots.
+        pool_bytes: bytes preallocated for all pools.
+        reorder_high_water: most batches the sink held back to restore order.
+        batch_size: frames per batch.
+        output: what the sink returned (e.g. the output path), if anything.
+        extra: figures later parts add (hyperframes, cache, reuse), keyed by topic.
+    """
+
+    frames: int
+    wall_s: float
+    fps: float
+    stages: tuple[StageReport, ...]
+    pool_slots: int
+    pool_high_water_slots: int
+    pool_high_water_bytes: int
+    pool_bytes: int
+    reorder_high_water: int
+    batch_size: int
+    output: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def slowest_stage(self) -> str:
+        """The stage with the most busy time per worker: the one to give more workers."""
+        if not self.stages:
+            return ""
+        return max(self.stages, key=lambda s: s.busy_per_worker_s).name
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every figure."""
+        out = asdict(self)
+        out["stages"] = [asdict(s) for s in self.stages]
+        out["slowest_stage"] = self.slowest_stage
+        out["output"] = None if self.output is None else str(self.output)
+        return out
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.frames} frames in {self.wall_s:.2f} s = {self.fps:.1f} frames/s "
+            f"(batch {self.batch_size}, slowest stage: {self.slowest_stage})",
+            f"pool: {self.pool_slots} slots, high-water {self.pool_high_water_slots} slots "
+            f"= {self.pool_high_water_bytes / 2**20:.1f} MiB of {self.pool_bytes / 2**20:.1f} MiB;"
+            f" reorder buffer high-water {self.reorder_high_water} batches",
+            f"{'stage':<24}{'workers':>8}{'frames':>9}{'busy s':>9}{'wait in':>9}"
+            f"{'wait out':>9}{'queue hw':>9}",
+        ]
+        for s in self.stages:
+            queue = f"{s.queue_high_water}/{s.queue_capacity}" if s.queue_capacity else "-"
+            lines.append(
+                f"{s.name:<24}{s.workers:>8}{s.frames:>9}{s.busy_s:>9.2f}{s.wait_in_s:>9.2f}"
+                f"{s.wait_out_s:>9.2f}{queue:>9}"
+            )
+        if self.output is not None:
+            lines.append(f"output: {self.output}")
+        return "\n".join(lines)
+
+
+class Stopwatch:
+    """``with Stopwatch() as t: ...`` then ``t.seconds``."""
+
+    def __enter__(self) -> Stopwatch:
+        self._start = time.perf_counter()
+        self.seconds = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self._start

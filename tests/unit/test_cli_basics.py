@@ -1,0 +1,47 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+import hyperframes
+from hyperframes.cli import main
+
+
+def test_public_api_matches_all():
+    public = {n for n in dir(hyperframes) if not n.startswith("_")} - {
+        "engine", "errors", "io", "metrics", "cli", "hyper", "store", "executors",
+    }
+    assert sorted(hyperframes.__all__) == hyperframes.__all__
+    assert public <= set(hyperframes.__all__), public - set(hyperframes.__all__)
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert hyperframes.__version__ in capsys.readouterr().out
+
+
+def test_demo_json_is_one_object(capsys):
+    assert main(["demo", "--frames", "70", "--size", "64x32", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["frames"] == 70
+    assert [s["name"] for s in data["stages"]][-1] == "sink"
+    assert data["pool_high_water_bytes"] > 0
+
+
+@pytest.mark.parametrize("bad", ["0", "100", "-1", "x"])
+def test_bad_batch_size_is_a_usage_error(bad, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--batch-size", bad])
+    assert info.value.code == 2
+    assert "batch" in capsys.readouterr().err
+
+
+def test_console_script_help():
+    out = subprocess.run(
+        [sys.executable, "-m", "hyperframes.cli", "--help"], capture_output=True, text=True,
+        check=True,
+    )
+    assert "demo" in out.stdout

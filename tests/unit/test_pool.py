@@ -1,0 +1,104 @@
+import threading
+
+import numpy as np
+import pytest
+
+from hyperframes import FramePool, FrameSpec, PoolExhausted
+from hyperframes.engine.frames import check_batch_size
+from hyperframes.errors import Cancelled
+
+
+def make_pool(slots=3, batch_size=4):
+    return FramePool(FrameSpec((2, 3, 3), np.uint8), batch_size=batch_size, slots=slots, name="p")
+
+
+def test_slot_view_is_a_window_into_one_block():
+    pool = make_pool()
+    slot = pool.acquire(holder="a")
+    view = pool.view(slot)
+    assert view.shape == (4, 2, 3, 3)
+    view[:] = 7
+    assert np.shares_memory(view, pool.block)
+    assert (pool.block[slot] == 7).all()
+
+
+def test_counters_and_high_water():
+    pool = make_pool(slots=3)
+    a = pool.acquire(holder="x")
+    b = pool.acquire(holder="y")
+    pool.release(a)
+    c = pool.acquire(holder="y")
+    assert pool.holders() == {"y": 2}
+    pool.release(b)
+    pool.release(c)
+    assert (pool.acquired, pool.released, pool.high_water) == (3, 3, 2)
+    assert pool.in_use == 0
+
+
+def test_release_of_a_free_slot_is_an_error():
+    pool = make_pool()
+    with pytest.raises(ValueError, match="not held"):
+        pool.release(0)
+
+
+def test_exhausted_pool_names_who_holds_the_slots():
+    pool = make_pool(slots=2)
+    pool.acquire(holder="map:slow")
+    pool.acquire(holder="sink")
+    with pytest.raises(PoolExhausted, match=r"map:slow holds 1, sink holds 1.*slots="):
+        pool.acquire(holder="source", timeout=0.01)
+
+
+def test_cancel_wakes_a_blocked_acquire():
+    pool = make_pool(slots=1)
+    pool.acquire(holder="a")
+    raised = []
+    entered = threading.Event()
+
+    def waiter():
+        entered.set()
+        try:
+            pool.acquire(holder="b")
+        except Cancelled as exc:
+            raised.append(exc)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    entered.wait(5)
+    pool.cancel()
+    t.join(5)
+    assert not t.is_alive()
+    assert len(raised) == 1
+
+
+def test_release_all_after_failure():
+    pool = make_pool(slots=3)
+    pool.acquire(holder="a")
+    pool.acquire(holder="b")
+    assert pool.release_all() == 2
+    assert pool.acquired == pool.released == 2
+
+
+@pytest.mark.parametrize("good", [1, 2, 64, 4096])
+def test_batch_size_powers_of_two(good):
+    assert check_batch_size(good) == good
+
+
+@pytest.mark.parametrize(
+    ("bad", "hint"),
+    [(100, "try 64 or 128"), (0, "try 1"), (-1, "try"), (5000, "4096"), (3, "2 or 4")],
+)
+def test_batch_size_rejected_with_a_suggestion(bad, hint):
+    with pytest.raises(ValueError, match="power of two") as info:
+        check_batch_size(bad)
+    assert hint in str(info.value)
+
+
+def test_frame_spec_validates_and_shows_no_pixels():
+    spec = FrameSpec([720, 1280, 3], "uint8")
+    assert spec.shape == (720, 1280, 3) and spec.nbytes == 720 * 1280 * 3
+    assert repr(spec) == "FrameSpec(shape=(720, 1280, 3), dtype=uint8)"
+    with pytest.raises(ValueError):
+        FrameSpec((0, 3))
+    with pytest.raises(TypeError):
+        FrameSpec((2, 2), object)
