@@ -41,7 +41,7 @@ def test_bad_batch_size_is_a_usage_error(bad, capsys):
 
 def test_console_script_help():
     out = subprocess.run(
-        [sys.executable, "-m", "hyperframes.cli", "--help"], capture_output=True, text=True,
+        [sys.executable, "-m", "hyperframes", "--help"], capture_output=True, text=True,
         check=True,
     )
     assert "demo" in out.stdout

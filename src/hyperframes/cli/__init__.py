@@ -47,6 +47,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return fail(exc)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
