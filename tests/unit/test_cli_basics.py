@@ -24,7 +24,7 @@ def test_version(capsys):
 
 
 def test_demo_json_is_one_object(capsys):
-    assert main(["demo", "--frames", "70", "--size", "64x32", "--json"]) == 0
+    assert main(["demo", "--synthetic", "--frames", "70", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["frames"] == 70
     assert [s["name"] for s in data["stages"]][-1] == "sink"

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from .._version import __version__
-from . import demo
+from . import demo, video
 from .common import fail
 
-COMMANDS = (demo,)
+COMMANDS = (demo, video)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,154 @@
+"""``hyperframes info``, ``transcode`` and ``render``: real media in and out."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from .. import FrameSpec, Pipeline
+from ..io.loop import Looped
+from ..io.probe import probe
+from ..io.video import VideoSink, VideoSource
+from .common import add_run_options, emit_report, positive_int, progress_for
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="what a video file is")
+    p.add_argument("path")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run_info)
+
+    p = sub.add_parser("transcode", help="decode -> optional resize -> encode")
+    p.add_argument("input")
+    p.add_argument("output")
+    add_encoder_options(p)
+    p.add_argument("--size", type=frame_size, default=None, help="resize to WxH")
+    p.add_argument("--start", type=int, default=0, help="first frame index")
+    p.add_argument("--stop", type=int, default=None, help="one past the last frame index")
+    p.add_argument("--loop", type=positive_int, default=1, help="play the input N times")
+    p.add_argument(
+        "--on-corrupt", choices=("fail", "skip"), default="fail",
+        help="a frame that cannot be decoded: fail with its index, or skip and report it",
+    )
+    add_run_options(p)
+    p.set_defaults(run=run_transcode)
+
+    p = sub.add_parser("render", help="render frames with MODULE:FUNCTION f(i) -> array")
+    p.add_argument("function", metavar="MODULE:FUNCTION")
+    p.add_argument("output")
+    p.add_argument("--frames", type=positive_int, required=True)
+    p.add_argument("--size", type=frame_size, required=True, help="WxH")
+    p.add_argument("--fps", type=float, default=30.0)
+    add_encoder_options(p)
+    add_run_options(p)
+    p.set_defaults(run=run_render)
+
+
+def add_encoder_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--codec", default="libx264", help="libx264, libx265, ffv1, libvpx-vp9, mpeg4")
+    p.add_argument("--crf", type=int, default=None, help="constant quality (lower is better)")
+    p.add_argument("--preset", default=None, help="encoder speed preset, e.g. veryfast")
+    p.add_argument("--pix-fmt", default=None, help="encoded pixel format, e.g. yuv420p")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+
+
+def frame_size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must be WxH like 1280x720, got {text!r}") from None
+    if width < 1 or height < 1:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return width, height
+
+
+def sink_for(args: argparse.Namespace, **extra: Any) -> VideoSink:
+    return VideoSink(
+        args.output, codec=args.codec, crf=args.crf, preset=args.preset,
+        pix_fmt=args.pix_fmt, overwrite=args.overwrite, **extra,
+    )
+
+
+def resize_stage(width: int, height: int) -> Any:
+    def resize(frames: np.ndarray) -> np.ndarray:
+        out = np.empty((len(frames), height, width, frames.shape[-1]), frames.dtype)
+        for src, dst in zip(frames, out, strict=True):
+            cv2.resize(src, (width, height), dst=dst, interpolation=cv2.INTER_AREA)
+        return out
+
+    return resize
+
+
+def run_info(args: argparse.Namespace) -> int:
+    facts = probe(args.path)
+    if args.json:
+        print(json.dumps(facts, default=str))
+    else:
+        for key, value in facts.items():
+            print(f"{key:<18}{value}")
+    return 0
+
+
+def run_transcode(args: argparse.Namespace) -> int:
+    if Path(args.input).resolve() == Path(args.output).resolve():
+        raise ValueError("the output is the input; write to another path")
+
+    def make() -> VideoSource:
+        return VideoSource(args.input, start=args.start, stop=args.stop,
+                           on_corrupt=args.on_corrupt)
+
+    source = make() if args.loop == 1 else Looped(make, times=args.loop)
+    sink = sink_for(args)
+    pipeline = Pipeline.from_source(source, batch_size=args.batch_size or 16)
+    if args.size:
+        width, height = args.size
+        pipeline = pipeline.map(resize_stage(width, height), workers=args.workers, name="resize")
+    bar = progress_for(args, "transcode")
+    try:
+        report = pipeline.to(sink).run(progress=bar)
+    finally:
+        bar.finish()
+    skipped = getattr(source, "skipped", [])
+    extra = {"skipped_frames": skipped} if skipped else {}
+    emit_report(args, report, **extra)
+    return 0
+
+
+def load_function(spec: str) -> Any:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"expected MODULE:FUNCTION like mymod:frame, got {spec!r}")
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import module {module_name!r}: {exc}") from exc
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ValueError(f"module {module_name!r} has no function {attr!r}")
+    return fn
+
+
+def run_render(args: argparse.Namespace) -> int:
+    fn = load_function(args.function)
+    width, height = args.size
+    sink = sink_for(args, fps=args.fps)
+    pipeline = Pipeline.from_generator(
+        fn, count=args.frames, spec=FrameSpec((height, width, 3)), workers=args.workers,
+        batch_size=args.batch_size or 16,
+    )
+    bar = progress_for(args, "render")
+    try:
+        report = pipeline.to(sink).run(progress=bar)
+    finally:
+        bar.finish()
+    emit_report(args, report)
+    return 0

@@ -1,0 +1,77 @@
+"""Play a source several times in a row, as one longer sequence.
+
+Example (a 132-frame clip played 25 times is 3,300 frames)::
+
+    source = Looped(lambda: VideoSource("clip.mp4"), times=25)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .base import Chunk, Source
+
+
+class Looped(Source):
+    """The frames of ``make()`` repeated ``times`` times, with ids and ``pts`` running on.
+
+    Args:
+        make: builds a fresh source for each pass.
+        times: how many passes, at least 1.
+    """
+
+    def __init__(self, make: Callable[[], Source], *, times: int) -> None:
+        if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+            raise ValueError(f"times must be a positive integer, got {times!r}")
+        self._make = make
+        self.times = times
+        self._inner = make()
+        self.spec = self._inner.spec
+        inner_len = self._inner.length
+        self.length = None if inner_len is None else inner_len * times
+        self.info = dict(getattr(self._inner, "info", {}), loops=times)
+        self._pass = 0
+        self._frame_offset = 0
+        self._time_offset = 0.0
+        self._seen = 0
+        self._last_pts: float | None = None
+        self._step = 0.0
+
+    def open(self) -> None:
+        self._inner.open()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def read_into(self, out: np.ndarray) -> Chunk:
+        while self._pass < self.times:
+            chunk = self._inner.read_into(out)
+            if len(chunk):
+                return self._shifted(chunk)
+            self._next_pass()
+        return Chunk(np.empty(0, np.int64))
+
+    def _shifted(self, chunk: Chunk) -> Chunk:
+        meta = dict(chunk.meta)
+        pts = meta.get("pts")
+        if pts is not None and len(pts):
+            if len(pts) > 1:
+                self._step = float(pts[-1] - pts[-2])
+            self._last_pts = float(pts[-1])
+            meta["pts"] = pts + self._time_offset
+        self._seen = max(self._seen, int(chunk.index[-1]) + 1)
+        return Chunk(chunk.index + self._frame_offset, meta)
+
+    def _next_pass(self) -> None:
+        self._inner.close()
+        self._pass += 1
+        if self._pass >= self.times:
+            return
+        self._frame_offset += self._seen
+        if self._last_pts is not None:
+            self._time_offset += self._last_pts + self._step
+        self._seen, self._last_pts = 0, None
+        self._inner = self._make()
+        self._inner.open()

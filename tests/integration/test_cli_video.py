@@ -1,0 +1,148 @@
+"""The video commands end to end on real files: report keys, outputs, and bad input."""
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from hyperframes.cli import main
+
+pytestmark = pytest.mark.usefixtures("no_thread_leak")
+
+
+def frames_in(path):
+    with av.open(str(path)) as c:
+        return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+
+
+def run_json(capsys, *argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def small_clip(tmp_path):
+    """A 40-frame 64x48 clip, lossless."""
+    path = tmp_path / "in.mkv"
+    with av.open(str(path), "w") as c:
+        s = c.add_stream("ffv1", rate=25)
+        s.width, s.height, s.pix_fmt = 64, 48, "bgr0"
+        for i in range(40):
+            img = np.full((48, 64, 3), (i * 5) % 256, np.uint8)
+            for p in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                c.mux(p)
+        for p in s.encode():
+            c.mux(p)
+    return path
+
+
+def test_transcode_resize_and_report(tmp_path, small_clip, capsys):
+    out = tmp_path / "out.mkv"
+    data = run_json(capsys, "transcode", str(small_clip), str(out), "--codec", "ffv1",
+                    "--size", "32x24", "--workers", "2", "--batch-size", "8")
+    assert data["frames"] == 40 and data["output"] == str(out)
+    for key in ("wall_s", "fps", "stages", "pool_high_water_bytes"):
+        assert key in data
+    assert [s["name"] for s in data["stages"]] == ["source", "resize", "sink"]
+    got = frames_in(out)
+    assert len(got) == 40 and got[0].shape == (24, 32, 3)
+    assert [int(f[0, 0, 0]) for f in got] == [(i * 5) % 256 for i in range(40)]
+
+
+def test_transcode_loop_keeps_time_running(tmp_path, small_clip, capsys):
+    out = tmp_path / "looped.mkv"
+    data = run_json(capsys, "transcode", str(small_clip), str(out), "--codec", "ffv1",
+                    "--loop", "3")
+    assert data["frames"] == 120
+    with av.open(str(out)) as c:
+        times = [f.time for f in c.decode(video=0)]
+    assert len(times) == 120 and all(b > a for a, b in zip(times, times[1:], strict=False))
+
+
+def test_render_module_function(tmp_path, capsys, monkeypatch):
+    (tmp_path / "scene.py").write_text(textwrap.dedent("""
+        import numpy as np
+        def frame(i):
+            return np.full((16, 32, 3), i % 256, np.uint8)
+    """))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "r.mkv"
+    data = run_json(capsys, "render", "scene:frame", str(out), "--frames", "50",
+                    "--size", "32x16", "--fps", "10", "--codec", "ffv1", "--workers", "2")
+    assert data["frames"] == 50
+    assert [int(f[0, 0, 0]) for f in frames_in(out)] == list(range(50))
+
+
+def leftovers(folder: Path, keep: set[str]) -> list[str]:
+    return sorted(n for n in os.listdir(folder) if n not in keep)
+
+
+@pytest.mark.parametrize(
+    ("make_input", "argv_extra", "message"),
+    [
+        (lambda d: d / "missing.mp4", [], "missing.mp4"),
+        (lambda d: _write(d / "notvideo.mp4", b"hello, not a video" * 100), [], "notvideo"),
+        (lambda d: _write(d / "empty.mp4", b""), [], "empty"),
+        (None, ["--codec", "nosuchcodec"], "codec"),
+    ],
+)
+def test_transcode_bad_input_is_one_line(tmp_path, small_clip, capsys, make_input, argv_extra,
+                                         message):
+    src = make_input(tmp_path) if make_input else small_clip
+    out = tmp_path / "out.mp4"
+    before = set(os.listdir(tmp_path))
+    rc = main(["transcode", str(src), str(out), *argv_extra])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1
+    assert len(err.splitlines()) == 1 and err.startswith("hyperframes: error:")
+    assert message in err.lower() or message in err
+    assert leftovers(tmp_path, before) == []
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def test_existing_output_needs_overwrite(tmp_path, small_clip, capsys):
+    out = tmp_path / "out.mkv"
+    out.write_bytes(b"keep me")
+    assert main(["transcode", str(small_clip), str(out), "--codec", "ffv1"]) == 1
+    assert "overwrite" in capsys.readouterr().err
+    assert out.read_bytes() == b"keep me"
+
+
+def test_output_equal_to_input_is_refused(small_clip, capsys):
+    assert main(["transcode", str(small_clip), str(small_clip)]) == 1
+    assert "output is the input" in capsys.readouterr().err
+
+
+def test_unwritable_output_folder(tmp_path, small_clip, capsys):
+    assert main(["transcode", str(small_clip), str(tmp_path / "nope" / "out.mkv")]) == 1
+    assert "hyperframes: error:" in capsys.readouterr().err
+
+
+def test_failing_stage_leaves_no_partial_output(tmp_path, small_clip, capsys):
+    (tmp_path / "bad.py").write_text(textwrap.dedent("""
+        import numpy as np
+        def frame(i):
+            if i == 30:
+                raise RuntimeError("scene broke at 30")
+            return np.zeros((16, 16, 3), np.uint8)
+    """))
+    import sys
+    sys.path.insert(0, str(tmp_path))
+    try:
+        before = set(os.listdir(tmp_path))
+        rc = main(["render", "bad:frame", str(tmp_path / "r.mp4"), "--frames", "64",
+                   "--size", "16x16", "--batch-size", "4"])
+    finally:
+        sys.path.remove(str(tmp_path))
+    err = capsys.readouterr().err
+    assert rc == 1 and "scene broke at 30" in err and "frames 28..31" in err
+    assert leftovers(tmp_path, before) == []
