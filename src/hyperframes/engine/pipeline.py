@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,10 @@ from ..metrics.report import RunReport
 from .frames import Batch, FrameSpec, check_batch_size
 from .runner import ProgressFn, Runner
 from .stage import Stage
+
+if TYPE_CHECKING:
+    from ..hyper.distance import DistanceKind
+    from ..hyper.grouping import Rule
 
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_SLOT_TIMEOUT = 300.0
@@ -146,6 +150,40 @@ class Pipeline:
         stage = Stage(label, process, workers=workers, spec=spec, queue=queue)
         return dataclasses.replace(self, stages=(*self.stages, stage))
 
+    def group(
+        self,
+        *,
+        threshold: float | None = None,
+        min_len: int | None = None,
+        max_len: int | None = None,
+        rule: Rule = "adjacent",
+        distance: DistanceKind = "exact",
+    ) -> Pipeline:
+        """Add the grouping stage: tags each frame with its hyperframe (see ``hyper.tagging``).
+
+        Frames come out unchanged, in order, with ``meta["hyperframe"]`` (group id),
+        ``meta["hf_pos"]`` and ``meta["hf_len"]``. Options default to the measured
+        defaults of :class:`~hyperframes.hyper.grouping.GroupingOptions`.
+        """
+        from ..hyper.grouping import GroupingOptions
+        from ..hyper.tagging import GroupTagger
+
+        defaults = GroupingOptions()
+        options = GroupingOptions(
+            threshold=defaults.threshold if threshold is None else threshold,
+            min_len=defaults.min_len if min_len is None else min_len,
+            max_len=defaults.max_len if max_len is None else max_len,
+            rule=rule,
+            distance=distance,
+        )
+        batch_size = self.batch_size
+        stage = Stage(
+            self._unique("group"),
+            _unused,
+            make_stream=lambda: GroupTagger(options, batch_size=batch_size),
+        )
+        return dataclasses.replace(self, stages=(*self.stages, stage))
+
     # -- sinks ---------------------------------------------------------------------------
 
     def to(self, sink: Sink) -> Pipeline:
@@ -222,6 +260,10 @@ class Pipeline:
             f"Pipeline({type(self.source).__name__} {self.source.spec.describe()} -> {names} "
             f"-> {type(self.sink).__name__}, batch_size={self.batch_size})"
         )
+
+
+def _unused(batch: Batch) -> None:
+    raise AssertionError("ordered stages run through their stream")
 
 
 def _name_of(fn: Callable[..., Any]) -> str:

@@ -60,8 +60,14 @@ ProgressFn = Callable[[Progress], None]
 
 
 def default_slots(stages: Sequence[Stage]) -> int:
-    """Batches in flight by default: one per worker, plus the source's, the sink's and one spare."""
-    return sum(s.workers for s in stages) + 3
+    """Batches in flight by default: one per worker, plus the source's, the sink's and one spare,
+    plus what ordered stages may hold back."""
+    return sum(s.workers for s in stages) + 3 + held_slots(stages)
+
+
+def held_slots(stages: Sequence[Stage]) -> int:
+    """Slots that ordered stages may keep at once."""
+    return sum(s.stream.holds for s in stages if s.stream is not None)
 
 
 def check_pool_memory(nbytes: int, *, what: str) -> None:
@@ -93,10 +99,16 @@ class Runner:
     ) -> None:
         self.source = source
         self.stages = list(stages)
+        for stage in self.stages:
+            stage.reset()
         self.sink = sink
         self.slots = default_slots(self.stages) if slots is None else int(slots)
-        if self.slots < 1:
-            raise ValueError(f"slots must be at least 1, got {slots}")
+        needed = held_slots(self.stages) + 1
+        if self.slots < needed:
+            raise ValueError(
+                f"slots must be at least {needed} here (ordered stages hold up to "
+                f"{needed - 1} batches), got {slots}; leave slots= unset for the default"
+            )
         check_pool_memory(
             FramePool.bytes_needed(source.spec, batch_size, self.slots),
             what=f"a pool of {self.slots} slots x {batch_size} frames of {source.spec.describe()}",
@@ -170,6 +182,7 @@ class Runner:
     def _worker_loop(self, i: int) -> None:
         stage, stats = self.stages[i], self.stats[i + 1]
         inbox, outbox = self.channels[i], self.channels[i + 1]
+        order: ReorderBuffer[Batch] | None = None if stage.stream is None else ReorderBuffer()
         try:
             while True:
                 t0 = time.perf_counter()
@@ -178,15 +191,18 @@ class Runner:
                     break
                 batch.hand_over(stage.name)
                 t1 = time.perf_counter()
-                try:
-                    result = stage.apply(batch, slots=self.slots)
-                except BaseException as exc:
-                    exc.add_note(f"in stage {stage.name!r}, {batch.describe()}")
-                    raise
+                if order is None:
+                    results = [self._apply(stage, batch)]
+                else:
+                    results = [r for b in order.push(batch.seq, batch) for r in self._push(stage, b)]
                 t2 = time.perf_counter()
-                outbox.put(result)
+                for result in results:
+                    outbox.put(result)
                 t3 = time.perf_counter()
                 stats.add(frames=batch.count, busy=t2 - t1, wait_in=t1 - t0, wait_out=t3 - t2)
+            if stage.stream is not None and self._error is None:
+                for result in stage.stream.finish():
+                    outbox.put(result)
         except BaseException as exc:
             self._fail(exc)
         finally:
@@ -196,11 +212,25 @@ class Runner:
             if last:
                 outbox.close()
 
+    def _apply(self, stage: Stage, batch: Batch) -> Batch:
+        try:
+            return stage.apply(batch, slots=self.slots)
+        except BaseException as exc:
+            exc.add_note(f"in stage {stage.name!r}, {batch.describe()}")
+            raise
+
+    @staticmethod
+    def _push(stage: Stage, batch: Batch) -> list[Batch]:
+        assert stage.stream is not None
+        try:
+            return stage.stream.push(batch)
+        except BaseException as exc:
+            exc.add_note(f"in stage {stage.name!r}, {batch.describe()}")
+            raise
+
     # -- the caller's thread: the sink ---------------------------------------------------
 
     def run(self) -> RunReport:
-        for stage in self.stages:
-            stage.reset()
         threads = [threading.Thread(target=self._source_loop, name="hf-source", daemon=True)]
         for i, stage in enumerate(self.stages):
             threads += [
@@ -310,6 +340,11 @@ class Runner:
             reorder_high_water=self._reorder.high_water,
             batch_size=self.pool.batch_size,
             output=output,
+            extra={
+                s.name: s.stream.summary()
+                for s in self.stages
+                if s.stream is not None and hasattr(s.stream, "summary")
+            },
         )
 
     def leaks(self) -> dict[str, int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -21,6 +22,25 @@ from .frames import Batch, FramePool, FrameSpec
 
 BatchFn = Callable[[Batch], "np.ndarray | None"]
 """Internal form of a stage: gets the batch handle, returns frames or ``None`` (wrote in place)."""
+
+
+class Stream(Protocol):
+    """An ordered, stateful stage: sees every batch in input order on one thread.
+
+    It may hold batches back (to look ahead) and let them go later, in order. ``holds`` is
+    the most batches it keeps at once; the runner adds that many slots to the pool so the
+    held batches can never starve the source.
+    """
+
+    holds: int
+
+    def push(self, batch: Batch) -> list[Batch]:
+        """Take the next batch in order; return the batches now ready to go on, in order."""
+        ...
+
+    def finish(self) -> list[Batch]:
+        """The input has ended: return every batch still held, in order."""
+        ...
 
 
 @dataclass
@@ -33,6 +53,8 @@ class Stage:
         workers: threads that run ``process`` concurrently.
         spec: the declared output spec, or ``None`` to take it from the first result.
         queue: capacity of the stage's input channel.
+        make_stream: makes the state of an ordered stage, fresh for each run (then
+            ``process`` is not used).
     """
 
     name: str
@@ -40,20 +62,25 @@ class Stage:
     workers: int = 1
     spec: FrameSpec | None = None
     queue: int | None = None
+    make_stream: Callable[[], Stream] | None = None
+    stream: Stream | None = field(default=None, init=False, repr=False)
     _out_pool: FramePool | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
+        if self.make_stream is not None and self.workers != 1:
+            raise ValueError(f"an ordered stage runs on one worker, got workers={self.workers}")
         if self.queue is None:
             self.queue = 2 * self.workers + 1
         elif self.queue < 1:
             raise ValueError(f"queue must be at least 1, got {self.queue}")
 
     def reset(self) -> None:
-        """Forget the output pool of an earlier run."""
+        """Forget the output pool and state of an earlier run."""
         self._out_pool = None
+        self.stream = None if self.make_stream is None else self.make_stream()
 
     @property
     def out_pool(self) -> FramePool | None:
