@@ -1,0 +1,352 @@
+"""Folders of numbered images in and out through OpenCV: PNG, JPEG and whatever it reads.
+
+:class:`ImageSequenceSource` reads a folder (every image in it, in sorted name
+order), a printf pattern (``frames/frame_%06d.png``) or a glob (``frames/*.jpg``),
+decoding each batch on a few threads straight into the pool slot.
+:class:`ImageSequenceSink` writes one file per frame on a small thread pool into
+a hidden temporary folder and moves the files into place when the run succeeded.
+
+Frames are RGB(A) in memory; the BGR order OpenCV uses on disk is converted here.
+
+Example:
+    >>> source = ImageSequenceSource("shots/frame_%06d.png")  # doctest: +SKIP
+    >>> sink = ImageSequenceSink("out", pattern="f_{index:05d}.jpg", workers=2)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import shutil
+import tempfile
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from ..engine.frames import FrameSpec
+from ..errors import CorruptFrame, FrameError, MediaError
+from .base import Chunk, Sink, Source
+from .video import CHANNELS, OnCorrupt, PixFmt, check_frames, frame_format
+
+#: Extensions a folder source picks up.
+IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"})
+_PRINTF = re.compile(r"%(0?)(\d*)d")
+_READ_FLAGS = {
+    "gray": cv2.IMREAD_GRAYSCALE,
+    "rgb24": cv2.IMREAD_COLOR,
+    "rgba": cv2.IMREAD_UNCHANGED,
+}
+_TO_RGBA = {1: cv2.COLOR_GRAY2RGBA, 3: cv2.COLOR_BGR2RGBA, 4: cv2.COLOR_BGRA2RGBA}
+_FROM_RGB = {3: cv2.COLOR_RGB2BGR, 4: cv2.COLOR_RGBA2BGRA}
+
+
+def _default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def list_images(pattern_or_dir: str | os.PathLike[str]) -> list[Path]:
+    """The image files a source reads, in order.
+
+    Args:
+        pattern_or_dir: a folder, a printf pattern (``frame_%06d.png``, ordered by number)
+            or a glob (``*.jpg``, ordered by name).
+
+    Raises:
+        MediaError: nothing matches.
+    """
+    text = os.fspath(pattern_or_dir)
+    if Path(text).is_dir():
+        found = sorted(p for p in Path(text).iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
+    elif _PRINTF.search(text):
+        found = _numbered(Path(text))
+    else:
+        found = sorted(Path(name) for name in glob.glob(text))
+    if not found:
+        raise MediaError(
+            f"no images found at {text!r}; name a folder of images, a pattern such as "
+            "'frames/frame_%06d.png' or a glob such as 'frames/*.jpg'"
+        )
+    return found
+
+
+def _numbered(pattern: Path) -> list[Path]:
+    """Files matching a printf pattern in its folder, ordered by their number."""
+    folder, name = pattern.parent, pattern.name
+    if _PRINTF.search(str(folder)):
+        raise ValueError(f"only the file name may hold a %d field, got {str(pattern)!r}")
+    regex, last = "", 0
+    for match in _PRINTF.finditer(name):
+        width = match.group(2)
+        digits = rf"\d{{{width},}}" if match.group(1) and width else r"\d+"
+        regex += re.escape(name[last : match.start()]) + f"({digits})"
+        last = match.end()
+    compiled = re.compile(regex + re.escape(name[last:]) + r"\Z")
+    if not folder.is_dir():
+        return []
+    hits = ((compiled.match(p.name), p) for p in folder.iterdir())
+    return [p for m, p in sorted((int(m.group(1)), p) for m, p in hits if m)]
+
+
+class ImageSequenceSource(Source):
+    """Frames from numbered image files, read with OpenCV on a few threads.
+
+    Args:
+        pattern_or_dir: a folder, a printf pattern or a glob (see :func:`list_images`).
+        pix_fmt: ``"rgb24"`` gives ``(H, W, 3)`` frames, ``"gray"`` ``(H, W, 1)``,
+            ``"rgba"`` ``(H, W, 4)`` (opaque when the files have no alpha), all ``uint8``.
+        start: index of the first file to read, in the order above.
+        stop: one past the last file; ``None`` reads to the end.
+        on_corrupt: ``"fail"`` raises :class:`CorruptFrame` at an unreadable file, ``"skip"``
+            leaves it out and lists it in :attr:`skipped`.
+        workers: threads decoding one batch (``cv2.imread`` releases the GIL).
+
+    Raises:
+        MediaError: no images match, or the first one cannot be read.
+    """
+
+    def __init__(
+        self,
+        pattern_or_dir: str | os.PathLike[str],
+        *,
+        pix_fmt: PixFmt = "rgb24",
+        start: int = 0,
+        stop: int | None = None,
+        on_corrupt: OnCorrupt = "fail",
+        workers: int | None = None,
+    ) -> None:
+        if pix_fmt not in CHANNELS or on_corrupt not in ("fail", "skip"):
+            raise ValueError(
+                f"pix_fmt must be one of {sorted(CHANNELS)} and on_corrupt 'fail' or 'skip', "
+                f"got {pix_fmt!r} and {on_corrupt!r}"
+            )
+        if start < 0 or (stop is not None and stop < start):
+            raise ValueError(f"need 0 <= start <= stop, got start={start}, stop={stop}")
+        self.files = list_images(pattern_or_dir)[start:stop]
+        self.start, self.pix_fmt, self.on_corrupt = start, pix_fmt, on_corrupt
+        self.workers = workers or _default_workers()
+        if not self.files:
+            raise ValueError(f"start={start} is past the last image; pass a smaller start")
+        first = cv2.imread(str(self.files[0]), cv2.IMREAD_UNCHANGED)
+        if first is None:
+            raise MediaError(f"cannot read {str(self.files[0])!r} as an image; check the file")
+        self.spec = FrameSpec((first.shape[0], first.shape[1], CHANNELS[pix_fmt]))
+        self.length = len(self.files)
+        self.info = {"path": os.fspath(pattern_or_dir), "frames": self.length}
+        self.skipped: list[int] = []
+        self._next = 0
+        self._pool: ThreadPoolExecutor | None = None
+
+    def open(self) -> None:
+        """Start the reading threads (also done by the first :meth:`read_into`)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="imread")
+            self._next, self.skipped = 0, []
+
+    def read_into(self, out: np.ndarray) -> Chunk:
+        """Read up to ``len(out)`` images into ``out``; unreadable ones fail or are skipped."""
+        self.open()
+        assert self._pool is not None
+        index = np.empty(len(out), dtype=np.int64)
+        count = 0
+        while count < len(out) and self._next < len(self.files):
+            todo = range(self._next, min(self._next + len(out) - count, len(self.files)))
+            base = count
+            oks = list(self._pool.map(self._read_one, todo, out[base : base + len(todo)]))
+            self._next = todo.stop
+            for k, ok in enumerate(oks):
+                number = self.start + todo[k]
+                if not ok:
+                    self.skipped.append(number)
+                    continue
+                if count != base + k:  # close the gap a skipped file left
+                    out[count] = out[base + k]
+                index[count] = number
+                count += 1
+        return Chunk(index[:count])
+
+    def close(self) -> None:
+        """Stop the reading threads."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _read_one(self, position: int, dst: np.ndarray) -> bool:
+        """Decode file ``position`` into ``dst``; ``False`` when skipped as unreadable."""
+        path = self.files[position]
+        image = cv2.imread(str(path), _READ_FLAGS[self.pix_fmt])
+        number = self.start + position
+        if image is None:
+            if self.on_corrupt == "skip":
+                return False
+            raise CorruptFrame(
+                f"frame {number} ({str(path)!r}) cannot be read as an image; "
+                "pass on_corrupt='skip' to leave unreadable files out",
+                frame=number,
+            )
+        if image.shape[:2] != self.spec.shape[:2]:
+            raise FrameError(
+                f"frame {number} ({str(path)!r}) is {image.shape[1]}x{image.shape[0]}, the "
+                f"first image is {self.spec.shape[1]}x{self.spec.shape[0]}; "
+                "every image of a sequence must have the same size"
+            )
+        if self.pix_fmt == "gray":
+            dst[..., 0] = image
+        elif self.pix_fmt == "rgb24":
+            cv2.cvtColor(image, cv2.COLOR_BGR2RGB, dst=dst)
+        else:
+            channels = 1 if image.ndim == 2 else image.shape[2]
+            dst[...] = cv2.cvtColor(image, _TO_RGBA[channels])
+        return True
+
+    def __repr__(self) -> str:
+        return (
+            f"ImageSequenceSource({self.info['path']!r}, spec={self.spec!r}, length={self.length})"
+        )
+
+
+class ImageSequenceSink(Sink):
+    """Writes one image file per frame, named by frame id, on a small thread pool.
+
+    Files are written into a hidden temporary folder inside ``directory`` and moved into
+    place by :meth:`close` when the run succeeded; after a failure the temporary folder
+    is removed (and ``directory`` too if this sink created it and it is empty).
+
+    Args:
+        directory: the output folder; created when missing.
+        pattern: a :meth:`str.format` template for file names with an ``index`` field;
+            its extension chooses the format (``.png``, ``.jpg``...).
+        workers: writing threads (``cv2.imwrite`` releases the GIL). At most
+            ``2 * workers`` frames wait for a thread, so memory stays bounded.
+        overwrite: replace existing files of the same names; otherwise an existing name is
+            an error (the first name is checked here, the others as they come).
+        params: extra ``cv2.imwrite`` parameters, e.g. ``[cv2.IMWRITE_JPEG_QUALITY, 95]``.
+
+    Raises:
+        ValueError: a pattern whose names would leave ``directory`` or that OpenCV
+            cannot write.
+        FileExistsError: the first output name exists and ``overwrite`` is false.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        pattern: str = "frame_{index:06d}.png",
+        workers: int | None = None,
+        overwrite: bool = False,
+        params: list[int] | None = None,
+    ) -> None:
+        self.directory = Path(directory)
+        self.pattern, self.overwrite = pattern, overwrite
+        self.workers = workers or _default_workers()
+        self.params = list(params or [])
+        first = self.name_of(0)
+        if first == self.name_of(1):
+            raise ValueError(
+                f"pattern {pattern!r} gives every frame the same name; add an index field, "
+                "e.g. 'frame_{index:06d}.png'"
+            )
+        if not cv2.haveImageWriter(first):
+            raise ValueError(f"OpenCV cannot write {first!r}; end the pattern with .png or .jpg")
+        if self.directory.exists() and not self.directory.is_dir():
+            raise NotADirectoryError(f"{str(self.directory)!r} is a file; name a folder")
+        if (self.directory / first).exists() and not overwrite:
+            raise FileExistsError(
+                f"{str(self.directory / first)!r} exists; pass overwrite=True or use another folder"
+            )
+        self._created = False
+        self._temp: Path | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: deque[Future[None]] = deque()
+        self._names: list[str] = []
+        self._spec: FrameSpec | None = None
+
+    def name_of(self, index: int) -> str:
+        """The file name of frame ``index``; ``ValueError`` if it is not a plain name."""
+        try:
+            name = self.pattern.format(index=index)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"pattern must be a str.format template with an {{index}} field such as "
+                f"'frame_{{index:06d}}.png', got {self.pattern!r}"
+            ) from exc
+        seps = {os.sep, os.altsep or os.sep, "/", "\\"}
+        if not name or name in (".", "..") or any(sep in name for sep in seps) or "\0" in name:
+            raise ValueError(
+                f"pattern {self.pattern!r} gives {name!r} for frame {index}, which is not a "
+                "plain file name inside the output folder; remove separators and '..'"
+            )
+        return name
+
+    def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
+        """Create the output and temporary folders and the writing threads."""
+        frame_format(spec)  # refuses what imwrite cannot take
+        if not self.directory.exists():
+            self.directory.mkdir(parents=True)
+            self._created = True
+        self._temp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.directory))
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="imwrite")
+        self._spec = spec
+
+    def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
+        """Queue one batch for writing; blocks while ``2 * workers`` frames are pending."""
+        if self._pool is None or self._temp is None or self._spec is None:
+            raise RuntimeError("ImageSequenceSink.write called before open() or after close()")
+        check_frames(frames, self._spec, f"image sink {str(self.directory)!r}")
+        for frame, number in zip(frames, index, strict=True):
+            name = self.name_of(int(number))
+            if not self.overwrite and (self.directory / name).exists():
+                raise FileExistsError(
+                    f"{str(self.directory / name)!r} exists; pass overwrite=True or use "
+                    "another folder"
+                )
+            while len(self._pending) >= 2 * self.workers:
+                self._pending.popleft().result()
+            # The conversion to OpenCV's channel order doubles as the copy the writer
+            # needs, since ``frames`` is only valid during this call.
+            channels = frame.shape[-1] if frame.ndim == 3 else 1
+            image = cv2.cvtColor(frame, _FROM_RGB[channels]) if channels > 1 else frame.copy()
+            self._pending.append(self._pool.submit(self._write_one, self._temp / name, image))
+            self._names.append(name)
+
+    def close(self, *, ok: bool) -> str | None:
+        """Move the files into place (``ok=True``) or remove them.
+
+        Returns:
+            The output folder, or ``None`` after ``ok=False``.
+        """
+        pool, temp, pending = self._pool, self._temp, self._pending
+        self._pool, self._temp = None, None
+        try:
+            if not ok:
+                for future in pending:
+                    future.cancel()
+            if pool is not None:
+                pool.shutdown(wait=True)
+            if ok and temp is not None:
+                for future in pending:
+                    future.result()
+                for name in self._names:
+                    os.replace(temp / name, self.directory / name)
+                return str(self.directory)
+            return None
+        finally:
+            pending.clear()
+            if temp is not None:
+                shutil.rmtree(temp, ignore_errors=True)
+            if not ok and self._created:
+                with contextlib.suppress(OSError):  # not empty: someone else wrote there
+                    self.directory.rmdir()
+
+    def _write_one(self, path: Path, image: np.ndarray) -> None:
+        if not cv2.imwrite(str(path), image, self.params):
+            raise MediaError(f"OpenCV could not write {str(path)!r}; check the disk and params")
+
+    def __repr__(self) -> str:
+        return f"ImageSequenceSink({str(self.directory)!r}, pattern={self.pattern!r})"

