@@ -7,6 +7,8 @@ matching built-in, so ``except ValueError`` keeps working::
     HyperframesError
     ├── FrameError(ValueError)        a frame of the wrong shape, dtype or value
     ├── StageError(RuntimeError)      a stage broke the stage contract
+    ├── FramesFailed(RuntimeError)    more frames failed than allow_failures= permits
+    ├── CycleError(ValueError)        a task graph has a dependency cycle
     ├── PoolExhausted(TimeoutError)   no pool slot came free in time; says who holds them
     ├── Cancelled(RuntimeError)       internal: wakes waiters when a run stops
     ├── MediaError(ValueError)        a file that cannot be read or written as media
@@ -31,6 +33,26 @@ class FrameError(HyperframesError, ValueError):
 
 class StageError(HyperframesError, RuntimeError):
     """A stage returned something that breaks the stage contract."""
+
+
+class FramesFailed(HyperframesError, RuntimeError):
+    """More frames failed (after retries and per-frame fallback) than the run allows.
+
+    Attributes:
+        failures: ``(stage, frame id, exception)`` for each failed frame so far.
+    """
+
+    def __init__(self, message: str, failures: list[tuple[str, int, BaseException]]) -> None:
+        super().__init__(message)
+        self.failures = failures
+
+
+class CycleError(HyperframesError, ValueError):
+    """Tasks depend on each other in a cycle; ``cycle`` lists it in order."""
+
+    def __init__(self, message: str, cycle: list[object]) -> None:
+        super().__init__(message)
+        self.cycle = cycle
 
 
 class PoolExhausted(HyperframesError, TimeoutError):

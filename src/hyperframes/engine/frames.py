@@ -97,6 +97,8 @@ class Batch:
         pool: the pool whose slot holds the pixels.
         slot: the slot number in ``pool``.
         meta: per-frame metadata arrays of length ``count`` (e.g. ``"pts"``, ``"hyperframe"``).
+        halo: copies of the frames just before and just after the batch, for a windowed
+            stage (see ``engine.window``); ``None`` elsewhere.
         held: slots of earlier pools this batch still holds. A batch keeps every slot it
             took until it leaves the pipeline, so the source pool's slot count bounds the
             batches in flight everywhere, and no later pool can run dry (see ``runner``).
@@ -108,6 +110,7 @@ class Batch:
     slot: int
     meta: dict[str, np.ndarray] = field(default_factory=dict)
     held: tuple[tuple[FramePool, int], ...] = ()
+    halo: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def count(self) -> int:
@@ -123,6 +126,22 @@ class Batch:
         return Batch(
             self.seq, self.index, pool, slot, self.meta, (*self.held, (self.pool, self.slot))
         )
+
+    def extended(self) -> np.ndarray:
+        """The frames with their halo before and after: ``(before + count + after, *shape)``."""
+        if self.halo is None:
+            return self.frames
+        return np.concatenate([self.halo[0], self.frames, self.halo[1]])
+
+    def keep(self, rows: list[int]) -> None:
+        """Drop every frame not in ``rows`` (sorted), moving the kept ones to the front."""
+        if len(rows) == self.count:
+            return
+        frames = self.frames
+        kept = frames[rows]
+        self.index = self.index[rows]
+        self.meta = {k: v[rows] for k, v in self.meta.items()}
+        frames[: len(rows)] = kept
 
     def hand_over(self, holder: str) -> None:
         """Record ``holder`` as the holder of every slot of this batch."""

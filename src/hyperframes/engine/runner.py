@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Cancelled, StageError
+from ..errors import Cancelled, FramesFailed, StageError
 from ..io.base import Sink, Source
 from ..metrics.report import RunReport, StageStats
 from .channel import END, Channel
+from .faults import DeadLetters
 from .frames import Batch, FramePool
 from .reorder import ReorderBuffer
 from .stage import Stage
@@ -96,6 +97,7 @@ class Runner:
         slots: int | None,
         slot_timeout: float | None,
         progress: ProgressFn | None,
+        allow_failures: int = 0,
     ) -> None:
         self.source = source
         self.stages = list(stages)
@@ -114,6 +116,7 @@ class Runner:
             what=f"a pool of {self.slots} slots x {batch_size} frames of {source.spec.describe()}",
         )
         self.pool = FramePool(source.spec, batch_size=batch_size, slots=self.slots, name="source")
+        self.dead = DeadLetters(allow_failures)
         self.slot_timeout = slot_timeout
         self.progress = progress
         self.channels = [Channel(s.queue or 1) for s in self.stages]
@@ -182,7 +185,7 @@ class Runner:
     def _worker_loop(self, i: int) -> None:
         stage, stats = self.stages[i], self.stats[i + 1]
         inbox, outbox = self.channels[i], self.channels[i + 1]
-        order: ReorderBuffer[Batch] | None = None if stage.stream is None else ReorderBuffer()
+        order: ReorderBuffer[Batch] | None = ReorderBuffer() if stage.ordered else None
         try:
             while True:
                 t0 = time.perf_counter()
@@ -191,10 +194,8 @@ class Runner:
                     break
                 batch.hand_over(stage.name)
                 t1 = time.perf_counter()
-                if order is None:
-                    results = [self._apply(stage, batch)]
-                else:
-                    results = [r for b in order.push(batch.seq, batch) for r in self._push(stage, b)]
+                ready = [batch] if order is None else order.push(batch.seq, batch)
+                results = [out for b in ready for out in self._step(stage, b)]
                 t2 = time.perf_counter()
                 for result in results:
                     outbox.put(result)
@@ -212,18 +213,13 @@ class Runner:
             if last:
                 outbox.close()
 
-    def _apply(self, stage: Stage, batch: Batch) -> Batch:
+    def _step(self, stage: Stage, batch: Batch) -> list[Batch]:
         try:
-            return stage.apply(batch, slots=self.slots)
-        except BaseException as exc:
-            exc.add_note(f"in stage {stage.name!r}, {batch.describe()}")
+            if stage.stream is not None:
+                return stage.stream.push(batch)
+            return [stage.apply(batch, slots=self.slots, dead=self.dead)]
+        except FramesFailed:
             raise
-
-    @staticmethod
-    def _push(stage: Stage, batch: Batch) -> list[Batch]:
-        assert stage.stream is not None
-        try:
-            return stage.stream.push(batch)
         except BaseException as exc:
             exc.add_note(f"in stage {stage.name!r}, {batch.describe()}")
             raise
@@ -304,7 +300,8 @@ class Runner:
                 if not self._sink_open:
                     self._open_sink(batch.pool)
                 try:
-                    self.sink.write(batch.frames, batch.index, batch.meta)
+                    if batch.count:
+                        self.sink.write(batch.frames, batch.index, batch.meta)
                 except BaseException as exc:
                     exc.add_note(f"in the sink, {batch.describe()}")
                     raise
@@ -340,11 +337,8 @@ class Runner:
             reorder_high_water=self._reorder.high_water,
             batch_size=self.pool.batch_size,
             output=output,
-            extra={
-                s.name: s.stream.summary()
-                for s in self.stages
-                if s.stream is not None and hasattr(s.stream, "summary")
-            },
+            failures=tuple(self.dead.snapshot()),
+            extra={s.name: figures for s in self.stages if (figures := s.summary()) is not None},
         )
 
     def leaks(self) -> dict[str, int]:

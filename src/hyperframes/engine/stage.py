@@ -1,35 +1,43 @@
 """A stage: a function over batches, and how its result lands back in a pool.
 
-A stage function takes the ``(n, *shape)`` frames of a batch and returns an
-array of ``n`` frames. If it works in place, or returns frames of the same
-spec, the result stays in (or is copied into) the batch's slot. If it returns
-another shape or dtype, the result is copied into a slot of the stage's own
-output pool and the batch handle moves there. The first batch fixes a stage's
-output spec unless it is declared; every later batch must match it.
+A stage function takes the ``(n, *shape)`` frames of a batch and returns ``n`` results:
+
+* frames (an array of ``n`` frames). If it works in place, or returns frames of the same
+  spec, the result stays in (or is copied into) the batch's slot. If it returns another
+  shape or dtype, the result is copied into a slot of the stage's own output pool and the
+  batch moves there. The first batch fixes a stage's output spec unless it is declared.
+* or, with ``into="key"``, one value per frame (labels, boxes, numbers) that is stored in
+  ``batch.meta[key]`` while the frames pass on unchanged.
+
+What a stage adds around the call: retries and per-frame fallback (``engine.faults``),
+reuse of results inside a hyperframe (``engine.reuse``), neighbour frames
+(``engine.window``), and strict input order (``ordered``).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..errors import StageError
+from .faults import DeadLetters, FaultPolicy
 from .frames import Batch, FramePool, FrameSpec
 
-BatchFn = Callable[[Batch], "np.ndarray | None"]
-"""Internal form of a stage: gets the batch handle, returns frames or ``None`` (wrote in place)."""
+BatchFn = Callable[[Batch], Any]
+"""Internal form of a stage: gets the batch handle, returns its results (``None``: wrote the
+frames in place)."""
 
 
 class Stream(Protocol):
-    """An ordered, stateful stage: sees every batch in input order on one thread.
+    """An ordered, stateful stage that may hold batches back (to look ahead).
 
-    It may hold batches back (to look ahead) and let them go later, in order. ``holds`` is
-    the most batches it keeps at once; the runner adds that many slots to the pool so the
-    held batches can never starve the source.
+    ``holds`` is the most batches it keeps at once; the runner adds that many slots to the
+    pool so the held batches can never starve the source.
     """
 
     holds: int
@@ -43,6 +51,16 @@ class Stream(Protocol):
         ...
 
 
+class Strategy(Protocol):
+    """Decides which frames of a batch to compute and fills in the rest (e.g. reuse)."""
+
+    def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> Any:
+        """Return the results for every frame of ``batch``, calling ``compute`` as needed."""
+        ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+
 @dataclass
 class Stage:
     """One step of a pipeline.
@@ -53,8 +71,12 @@ class Stage:
         workers: threads that run ``process`` concurrently.
         spec: the declared output spec, or ``None`` to take it from the first result.
         queue: capacity of the stage's input channel.
-        make_stream: makes the state of an ordered stage, fresh for each run (then
-            ``process`` is not used).
+        into: store per-frame results in ``batch.meta[into]`` instead of replacing frames.
+        ordered: see every batch in input order on one worker (stateful stages).
+        faults: retries and fallback; ``None`` calls once and lets errors stop the run.
+        make_stream: makes the state of a stream stage, fresh for each run (then
+            ``process`` is not used and the stage is ordered).
+        make_strategy: makes the per-run state of a compute strategy such as reuse.
     """
 
     name: str
@@ -62,16 +84,26 @@ class Stage:
     workers: int = 1
     spec: FrameSpec | None = None
     queue: int | None = None
+    into: str | None = None
+    ordered: bool = False
+    faults: FaultPolicy | None = None
     make_stream: Callable[[], Stream] | None = None
+    make_strategy: Callable[[], Strategy] | None = None
     stream: Stream | None = field(default=None, init=False, repr=False)
+    strategy: Strategy | None = field(default=None, init=False, repr=False)
     _out_pool: FramePool | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
-        if self.make_stream is not None and self.workers != 1:
-            raise ValueError(f"an ordered stage runs on one worker, got workers={self.workers}")
+        if self.make_stream is not None or self.make_strategy is not None:
+            self.ordered = True
+        if self.ordered and self.workers != 1:
+            raise ValueError(
+                f"stage {self.name!r} keeps state across batches, so it runs on one worker "
+                f"in input order; got workers={self.workers}"
+            )
         if self.queue is None:
             self.queue = 2 * self.workers + 1
         elif self.queue < 1:
@@ -81,23 +113,96 @@ class Stage:
         """Forget the output pool and state of an earlier run."""
         self._out_pool = None
         self.stream = None if self.make_stream is None else self.make_stream()
+        self.strategy = None if self.make_strategy is None else self.make_strategy()
 
     @property
     def out_pool(self) -> FramePool | None:
         return self._out_pool
 
-    def apply(self, batch: Batch, *, slots: int) -> Batch:
-        """Run the stage on ``batch`` and return the handle of the result (maybe moved)."""
-        result = self.process(batch)
-        if result is None:
-            return batch
-        return self._land(batch, result, slots=slots)
+    def summary(self) -> dict[str, Any] | None:
+        """Stage-specific figures for the run report (grouping, reuse), if any."""
+        for part in (self.stream, self.strategy):
+            if part is not None and hasattr(part, "summary"):
+                figures: dict[str, Any] = part.summary()
+                return figures
+        return None
 
-    def _land(self, batch: Batch, result: object, *, slots: int) -> Batch:
+    def apply(self, batch: Batch, *, slots: int, dead: DeadLetters) -> Batch:
+        """Run the stage on ``batch`` and return the handle of the result (maybe moved)."""
+        if self.strategy is not None:
+            results = self.strategy.run(batch, lambda b: self._compute(b, dead))
+        else:
+            results = self._compute(batch, dead)
+        batch.halo = None
+        return self._land(batch, results, slots=slots)
+
+    # -- calling, with retries and per-frame fallback -----------------------------------
+
+    def _compute(self, batch: Batch, dead: DeadLetters) -> Any:
+        """The results for ``batch``; drops frames that fail for good from it."""
+        policy = self.faults
+        if policy is None and not dead.isolating:
+            return self._call(batch)
+        policy = policy or FaultPolicy()
+        backup = batch.frames.copy()
+        try:
+            return self._call_with_retries(batch, backup, policy)
+        except Exception:
+            if not dead.isolating:
+                raise
+        return self._per_frame(batch, backup, policy, dead)
+
+    def _call(self, batch: Batch) -> Any:
+        result = self.process(batch)
+        return batch.frames if result is None else result
+
+    def _call_with_retries(self, batch: Batch, backup: np.ndarray, policy: FaultPolicy) -> Any:
+        for attempt in range(policy.retries + 1):
+            try:
+                return self._call(batch)
+            except Exception:
+                np.copyto(batch.frames, backup)
+                if attempt == policy.retries:
+                    raise
+                time.sleep(policy.delay(attempt))
+        raise AssertionError("unreachable")
+
+    def _per_frame(
+        self, batch: Batch, backup: np.ndarray, policy: FaultPolicy, dead: DeadLetters
+    ) -> Any:
+        extended = None if batch.halo is None else batch.extended()
+        kept: list[int] = []
+        parts: list[Any] = []
+        for j in range(batch.count):
+            single = _single(batch, j, backup, extended)
+            try:
+                part = self._call_with_retries(single, single.frames.copy(), policy)
+            except Exception as exc:
+                exc.add_note(f"in stage {self.name!r}, frame {int(batch.index[j])} alone")
+                dead.add(self.name, int(batch.index[j]), exc)
+                continue
+            kept.append(j)
+            parts.append(part)
+        np.copyto(batch.frames, backup)
+        batch.keep(kept)
+        if self.into is not None:
+            return [value for part in parts for value in _as_list(part, 1, self, batch)]
+        if not parts:
+            return batch.frames
+        return np.concatenate([np.asarray(p) for p in parts])
+
+    # -- landing the results ------------------------------------------------------------
+
+    def _land(self, batch: Batch, result: Any, *, slots: int) -> Batch:
+        if self.into is not None:
+            values = _as_list(result, batch.count, self, batch)
+            batch.meta[self.into] = _as_column(values)
+            return batch
         if not isinstance(result, np.ndarray):
             raise StageError(
                 f"stage {self.name!r} returned {type(result).__name__} for {batch.describe()}; "
-                f"a stage function must return an array of {batch.count} frames"
+                f"a stage function must return an array of {batch.count} frames (or use "
+                "into='name' for per-frame values)"
             )
         if result.ndim < 2 or len(result) != batch.count:
             raise StageError(
@@ -131,6 +236,42 @@ class Stage:
                     spec, batch_size=batch.pool.batch_size, slots=slots, name=self.name
                 )
             return self._out_pool
+
+
+def _single(batch: Batch, j: int, backup: np.ndarray, extended: np.ndarray | None) -> Batch:
+    """Frame ``j`` of ``batch`` as a batch of its own (in a one-slot pool of its own)."""
+    pool = FramePool(batch.pool.spec, batch_size=1, slots=1, name="fallback")
+    slot = pool.acquire(holder="fallback")
+    pool.view(slot)[0] = backup[j]
+    meta = {k: v[j : j + 1] for k, v in batch.meta.items()}
+    halo = None
+    if extended is not None and batch.halo is not None:
+        before, after = len(batch.halo[0]), len(batch.halo[1])
+        halo = (extended[j : j + before], extended[j + before + 1 : j + before + 1 + after])
+    return Batch(batch.seq, batch.index[j : j + 1], pool, slot, meta, halo=halo)
+
+
+def _as_list(result: Any, count: int, stage: Stage, batch: Batch) -> list[Any]:
+    try:
+        values = list(result)
+    except TypeError:
+        values = None
+    if values is None or len(values) != count:
+        got = "not a sequence" if values is None else f"{len(values)} values"
+        raise StageError(
+            f"stage {stage.name!r} returned {got} for {batch.describe()}; with into= a stage "
+            f"function must return one value per frame ({count})"
+        )
+    return values
+
+
+def _as_column(values: list[Any]) -> np.ndarray:
+    """Per-frame values as one array: numeric when they all are, else ``object``."""
+    if values and all(isinstance(v, int | float | np.number | bool) for v in values):
+        return np.asarray(values)
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column
 
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:

@@ -93,6 +93,8 @@ class RunReport:
         reorder_high_water: most batches the sink held back to restore order.
         batch_size: frames per batch.
         output: what the sink returned (e.g. the output path), if anything.
+        failures: dead letters: ``{"stage", "frame", "error"}`` for each frame that failed
+            for good (only with ``allow_failures``); those frames are not in the output.
         extra: figures later parts add (hyperframes, cache, reuse), keyed by topic.
     """
 
@@ -107,6 +109,7 @@ class RunReport:
     reorder_high_water: int
     batch_size: int
     output: Any = None
+    failures: tuple[dict[str, Any], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -120,6 +123,7 @@ class RunReport:
         """A JSON-ready dict of every figure."""
         out = asdict(self)
         out["stages"] = [asdict(s) for s in self.stages]
+        out["failures"] = list(self.failures)
         out["slowest_stage"] = self.slowest_stage
         out["output"] = None if self.output is None else str(self.output)
         return out
@@ -140,6 +144,13 @@ class RunReport:
                 f"{s.name:<24}{s.workers:>8}{s.frames:>9}{s.busy_s:>9.2f}{s.wait_in_s:>9.2f}"
                 f"{s.wait_out_s:>9.2f}{queue:>9}"
             )
+        for name, figures in self.extra.items():
+            shown = ", ".join(f"{k} {v}" for k, v in figures.items())
+            lines.append(f"{name}: {shown}")
+        if self.failures:
+            lines.append(f"failed frames ({len(self.failures)}): " + ", ".join(
+                f"{f['frame']} ({f['stage']})" for f in self.failures[:10]
+            ) + (" ..." if len(self.failures) > 10 else ""))
         if self.output is not None:
             lines.append(f"output: {self.output}")
         return "\n".join(lines)
