@@ -9,12 +9,15 @@ Example:
 """
 
 from ._version import __version__
+from .engine.dag import TaskGraph
 from .engine.frames import Batch, FramePool, FrameSpec
 from .engine.pipeline import Pipeline
 from .engine.runner import Progress
 from .errors import (
     CorruptFrame,
+    CycleError,
     FrameError,
+    FramesFailed,
     HyperframesError,
     MediaError,
     PoolExhausted,
@@ -29,7 +32,9 @@ __all__ = [
     "Batch",
     "Chunk",
     "CorruptFrame",
+    "CycleError",
     "FrameError",
+    "FramesFailed",
     "FramePool",
     "FrameSpec",
     "HyperframesError",
@@ -44,5 +49,6 @@ __all__ = [
     "StageReport",
     "StoreCorrupt",
     "StoreError",
+    "TaskGraph",
     "__version__",
 ]

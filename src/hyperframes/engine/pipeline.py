@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -25,9 +25,12 @@ from ..io.arrays import ArraySource, IndexSource, IterableSource, check_frame
 from ..io.base import Sink, Source
 from ..io.callbacks import CallbackSink, CollectSink, NullSink
 from ..metrics.report import RunReport
+from .faults import FaultPolicy
 from .frames import Batch, FrameSpec, check_batch_size
+from .reuse import ReuseStrategy, mse_bound
 from .runner import ProgressFn, Runner
 from .stage import Stage
+from .window import HaloStream, check_window, windows_of
 
 if TYPE_CHECKING:
     from ..hyper.distance import DistanceKind
@@ -115,12 +118,21 @@ class Pipeline:
 
     def map(
         self,
-        fn: Callable[[np.ndarray], np.ndarray],
+        fn: Callable[[np.ndarray], Any],
         *,
         workers: int = 1,
         name: str | None = None,
         spec: FrameSpec | None = None,
         queue: int | None = None,
+        into: str | None = None,
+        window: tuple[int, int] | None = None,
+        stateful: bool = False,
+        reuse: Literal["none", "base"] = "none",
+        reuse_psnr: float | None = None,
+        reuse_mse: float | None = None,
+        verify_every: int | None = None,
+        retries: int = 0,
+        backoff: float = 0.05,
     ) -> Pipeline:
         """Add a stage that runs ``fn`` on each batch of frames.
 
@@ -133,13 +145,55 @@ class Pipeline:
             name: the stage's name in reports; ``"map:<function name>"`` by default.
             spec: the output frame spec, if known; otherwise the first batch sets it.
             queue: capacity of the stage's input queue; ``2 * workers + 1`` by default.
+            into: ``fn`` returns one value per frame (labels, boxes, scores), stored in
+                ``meta[into]``; the frames pass on unchanged.
+            window: ``(before, after)``: ``fn`` gets ``(n, before + 1 + after, *shape)``
+                windows, ``windows[j, before]`` being frame ``j``, across batch boundaries;
+                the first and last frames repeat at the sequence ends (``engine.window``).
+            stateful: ``fn`` keeps state between calls: one worker, batches in input order.
+            reuse: ``"base"`` runs ``fn`` once per hyperframe (needs ``.group()`` before)
+                and shares the result with members within the reuse bound
+                (``engine.reuse``); ``"none"`` computes every frame.
+            reuse_psnr: the bound as a PSNR in dB between member and base (default 40).
+            reuse_mse: the bound as an MSE of pixels in 0..1 (instead of ``reuse_psnr``).
+            verify_every: compute every k-th shared result anyway and report the error.
+            retries: extra tries of a failing batch, ``backoff * 2**n`` seconds apart.
+                With ``run(allow_failures=...)`` a batch that still fails is retried frame
+                by frame and the frames that fail for good are reported as dead letters.
+            backoff: seconds before the first retry.
         """
         if not callable(fn):
             raise TypeError(f"map needs a callable, got {type(fn).__name__}")
+        if reuse not in ("none", "base"):
+            raise ValueError(f"reuse must be 'none' or 'base', got {reuse!r}")
+        if reuse == "base" and window is not None:
+            raise ValueError("reuse='base' and window= do not combine; use one per stage")
+        if reuse == "none" and (reuse_psnr, reuse_mse, verify_every) != (None, None, None):
+            raise ValueError("reuse_psnr=, reuse_mse= and verify_every= need reuse='base'")
         label = self._unique(name or f"map:{_name_of(fn)}")
+        faults = FaultPolicy(retries=retries, backoff=backoff) if retries else None
+        stages: list[Stage] = []
+        call: Callable[[Batch], Any] = lambda batch: fn(batch.frames)  # noqa: E731
+        if window is not None:
+            before, after = check_window(window)
+            batch_size = self.batch_size
+            stages.append(
+                Stage(
+                    f"{label}:halo",
+                    _unused,
+                    make_stream=lambda: HaloStream(before, after, batch_size=batch_size),
+                )
+            )
+            call = lambda batch: fn(windows_of(batch, before, after))  # noqa: E731
+        make_strategy = None
+        if reuse == "base":
+            bound = mse_bound(reuse_psnr=reuse_psnr, reuse_mse=reuse_mse)
+            make_strategy = lambda: ReuseStrategy(  # noqa: E731
+                bound, verify_every=verify_every, stage=label
+            )
 
-        def process(batch: Batch) -> np.ndarray:
-            result = fn(batch.frames)
+        def process(batch: Batch) -> Any:
+            result = call(batch)
             if result is None:
                 raise StageError(
                     f"stage {label!r} returned None for {batch.describe()}; a stage function "
@@ -147,8 +201,20 @@ class Pipeline:
                 )
             return result
 
-        stage = Stage(label, process, workers=workers, spec=spec, queue=queue)
-        return dataclasses.replace(self, stages=(*self.stages, stage))
+        stages.append(
+            Stage(
+                label,
+                process,
+                workers=workers,
+                spec=spec,
+                queue=queue,
+                into=into,
+                ordered=stateful,
+                faults=faults,
+                make_strategy=make_strategy,
+            )
+        )
+        return dataclasses.replace(self, stages=(*self.stages, *stages))
 
     def group(
         self,
@@ -213,6 +279,7 @@ class Pipeline:
         slots: int | None = None,
         slot_timeout: float | None = DEFAULT_SLOT_TIMEOUT,
         progress: ProgressFn | None = None,
+        allow_failures: int = 0,
     ) -> RunReport:
         """Run the pipeline to the end and return its report.
 
@@ -223,6 +290,10 @@ class Pipeline:
             slot_timeout: seconds the source waits for a free slot before raising
                 ``PoolExhausted`` (which says who holds the slots); ``None`` waits forever.
             progress: called in the caller's thread after each batch reaches the sink.
+            allow_failures: how many frames may fail for good (after retries, frame by
+                frame) before the run stops with ``FramesFailed``; failed frames are left
+                out of the output and listed in ``report.failures``. With 0 (the default)
+                the first failure stops the run with the stage's own exception.
 
         Raises:
             The first exception of any stage, unchanged, with a note naming the stage, batch
@@ -236,6 +307,7 @@ class Pipeline:
             slots=slots,
             slot_timeout=slot_timeout,
             progress=progress,
+            allow_failures=allow_failures,
         )
         return runner.run()
 

@@ -1,0 +1,206 @@
+"""Compute once per hyperframe: ``.map(fn, reuse="base")``, verified.
+
+Inside a hyperframe (tagged by ``.group()``), the first frame is the *base*: ``fn`` runs
+on it, and its result is shared by each later member whose distance to the base (exact
+MSE, pixels in 0..1) is within the reuse bound. Members outside the bound are computed.
+A result is only ever shared from a base of the same hyperframe, checked by distance:
+never across a hyperframe boundary, never unverified.
+
+With ``verify_every=k`` every k-th shared result is computed anyway; the report gives
+the measured error (PSNR of shared vs computed frames, or the share of per-frame values
+that differed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import StageError
+from .frames import Batch, FramePool
+
+
+def mse_bound(*, reuse_psnr: float | None, reuse_mse: float | None) -> float:
+    """The largest member-to-base MSE (pixels in 0..1) that may share the base's result."""
+    if reuse_psnr is not None and reuse_mse is not None:
+        raise ValueError("give reuse_psnr= or reuse_mse=, not both")
+    if reuse_mse is not None:
+        if not 0 <= reuse_mse <= 1:
+            raise ValueError(f"reuse_mse must be in [0, 1] (pixels in 0..1), got {reuse_mse}")
+        return float(reuse_mse)
+    psnr = 40.0 if reuse_psnr is None else float(reuse_psnr)
+    if not 0 < psnr <= 200:
+        raise ValueError(f"reuse_psnr must be in (0, 200] dB, got {reuse_psnr}; try 40")
+    return float(10 ** (-psnr / 10))
+
+
+class ReuseStrategy:
+    """Per-run state of a reusing stage (an ``engine.stage.Strategy``)."""
+
+    def __init__(self, bound: float, *, verify_every: int | None, stage: str) -> None:
+        if verify_every is not None and verify_every < 1:
+            raise ValueError(f"verify_every must be at least 1, got {verify_every}")
+        self.bound = bound
+        self.verify_every = verify_every
+        self.stage = stage
+        self.computed = 0
+        self.reused = 0
+        self.verified = 0
+        self._errors: list[float] = []  # per verified frame: MSE (arrays) or 0/1 (values)
+        self._values = False
+        self._group = -1
+        self._base: np.ndarray | None = None
+        self._base_result: Any = None
+        self._scratch: FramePool | None = None
+
+    def summary(self) -> dict[str, Any]:
+        total = self.computed + self.reused
+        out: dict[str, Any] = {
+            "computed": self.computed,
+            "reused": self.reused,
+            "calls_saved": round(self.reused / total, 4) if total else 0.0,
+            "reuse_bound_mse": self.bound,
+            "verified": self.verified,
+        }
+        if self._errors and self._values:
+            out["verify_mismatch_rate"] = round(float(np.mean(self._errors)), 6)
+        elif self._errors:
+            worst = max(self._errors)
+            out["verify_psnr_min"] = round(-10 * math.log10(worst), 3) if worst > 0 else None
+        return out
+
+    def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> Any:
+        from ..hyper.distance import frame_mse
+
+        if "hyperframe" not in batch.meta:
+            raise StageError(
+                f"stage {self.stage!r} reuses results inside hyperframes, but its frames carry "
+                "no hyperframe tags; add .group() before it"
+            )
+        frames, groups = batch.frames, batch.meta["hyperframe"]
+        carried = self._base_result  # the result of a base from an earlier batch
+        need: list[int] = []
+        source: list[int | None] = [None] * batch.count  # row whose result a row shares
+        verify: list[int] = []
+        base_row: int | None = None
+        for j in range(batch.count):
+            if int(groups[j]) != self._group:
+                self._group, self._base, base_row = int(groups[j]), frames[j].copy(), j
+                self._base_result = None
+                need.append(j)
+                continue
+            assert self._base is not None
+            if frame_mse(frames[j], self._base) > self.bound:
+                need.append(j)
+                continue
+            if base_row is None and carried is None:  # its base failed for good
+                need.append(j)
+                continue
+            source[j] = base_row if base_row is not None else -1  # -1: the kept base result
+            self.reused += 1
+            if self.verify_every and self.reused % self.verify_every == 0:
+                verify.append(j)
+                need.append(j)
+        computed = self._compute_rows(batch, need, compute)
+        orphans = [
+            j
+            for j, src in enumerate(source)
+            if src is not None and src >= 0 and src not in computed
+        ]  # their base failed for good: compute them
+        if orphans:
+            computed.update(self._compute_rows(batch, orphans, compute))
+            for j in orphans:
+                source[j] = None
+        self.computed += len(computed)
+        results = self._assemble(batch, source, computed, carried)
+        self._check(verify, source, computed, carried)
+        if self._group >= 0 and base_row is not None and base_row in computed:
+            self._base_result = _copy(computed[base_row])
+        return results
+
+    def _compute_rows(
+        self, batch: Batch, rows: list[int], compute: Callable[[Batch], Any]
+    ) -> dict[int, Any]:
+        """Results of the given rows, by row; rows that failed for good are absent."""
+        if not rows:
+            return {}
+        if len(rows) == batch.count:
+            ids = batch.index.copy()
+            out = compute(batch)  # may drop failed frames from the batch
+            by_id = {int(i): r for i, r in zip(batch.index.tolist(), _rows(out), strict=True)}
+            return {j: by_id[int(ids[j])] for j in range(len(ids)) if int(ids[j]) in by_id}
+        if self._scratch is None:
+            pool = batch.pool
+            self._scratch = FramePool(pool.spec, batch_size=pool.batch_size, slots=1, name="reuse")
+        slot = self._scratch.acquire(holder=self.stage)
+        try:
+            sub = Batch(
+                batch.seq,
+                batch.index[rows],
+                self._scratch,
+                slot,
+                {k: v[rows] for k, v in batch.meta.items()},
+            )
+            sub.frames[:] = batch.frames[rows]
+            out = compute(sub)
+            by_id = {int(i): r for i, r in zip(sub.index.tolist(), _rows(out), strict=True)}
+        finally:
+            self._scratch.release(slot)
+        return {j: by_id[int(batch.index[j])] for j in rows if int(batch.index[j]) in by_id}
+
+    def _assemble(
+        self, batch: Batch, source: list[int | None], computed: dict[int, Any], carried: Any
+    ) -> Any:
+        keep: list[int] = []
+        values: list[Any] = []
+        for j in range(batch.count):
+            if j in computed:
+                value = computed[j]
+            elif source[j] is not None:
+                src = source[j]
+                value = _copy(carried) if src == -1 else computed[src]  # type: ignore[index]
+            else:
+                continue  # failed for good (a dead letter)
+            keep.append(j)
+            values.append(value)
+        batch.keep(keep)
+        if values and isinstance(values[0], np.ndarray) and values[0].ndim >= 1:
+            return np.stack(values)
+        self._values = True
+        return values
+
+    def _check(
+        self, verify: list[int], source: list[int | None], computed: dict[int, Any], carried: Any
+    ) -> None:
+        from ..hyper.quality import mse
+
+        for j in verify:
+            src = source[j]
+            shared = carried if src == -1 else computed.get(src)  # type: ignore[arg-type]
+            if j not in computed or shared is None:
+                continue
+            self.verified += 1
+            exact = computed[j]
+            if isinstance(exact, np.ndarray) and exact.ndim >= 2:
+                self._errors.append(float(mse(np.asarray(shared), exact)))
+            else:
+                self._values = True
+                self._errors.append(0.0 if _equal(shared, exact) else 1.0)
+
+
+def _rows(out: Any) -> list[Any]:
+    return list(out)
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except Exception:
+        return bool(a == b)
