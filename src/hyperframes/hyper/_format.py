@@ -1,0 +1,174 @@
+"""The byte layout of one encoded group, and its validation (untrusted input).
+
+::
+
+    b"HFG\\x01"  magic and format version           4 bytes
+    header_len   little-endian uint32               4 bytes
+    header       UTF-8 JSON (never pickle)          header_len bytes
+    payload      the frames' records, back to back
+
+The header is ``{"dtype": "<u2", "shape": [H, W, C], "base": 3, "layout": "base",
+"tier": "lossless", "frames": [[kind, ref, offset, length, step, qdtype], ...]}``,
+one entry per frame, offsets relative to the payload. ``kind`` is ``"raw"``
+(the frame itself), ``"delta"`` (difference modulo 2**bits to frame ``ref``),
+``"quant"`` (a quantised difference to ``ref``: ``step`` and the stored integer
+``qdtype``) or ``"copy"`` (the same pixels as ``ref``). Records are zstd frames
+with their content size and checksum. Every field is checked by
+:func:`parse_header` before use; failures raise :class:`StoreCorrupt`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import StoreCorrupt
+
+MAGIC = b"HFG\x01"
+_LEN = struct.Struct("<I")
+PREFIX = len(MAGIC) + _LEN.size
+MAX_HEADER_BYTES = 16 << 20
+MAX_FRAMES = 1 << 16
+MAX_FRAME_BYTES = 1 << 31
+FRAME_DTYPES = frozenset(
+    {"|u1", "<u2", "<u4", "<u8", "|i1", "<i2", "<i4", "<i8", "<f2", "<f4", "<f8"}
+)
+QUANT_DTYPES = frozenset({"|i1", "<i2", "<i4", "<i8"})
+KINDS = frozenset({"raw", "delta", "quant", "copy"})
+LAYOUTS = frozenset({"independent", "base", "chain", "auto", "keyframe"})
+TIERS = frozenset({"lossless", "psnr", "keyframe"})
+
+
+@dataclass(frozen=True)
+class Record:
+    """Where one frame's bytes are and how they decode."""
+
+    kind: str
+    ref: int
+    offset: int
+    length: int
+    step: float = 0.0
+    qdtype: str = ""
+
+    def to_json(self) -> list[Any]:
+        return [self.kind, self.ref, self.offset, self.length, self.step, self.qdtype]
+
+
+@dataclass(frozen=True)
+class Header:
+    """The parsed, validated header of an encoded group."""
+
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    base: int
+    layout: str
+    tier: str
+    records: tuple[Record, ...]
+    payload_start: int
+
+    @property
+    def count(self) -> int:
+        return len(self.records)
+
+    @property
+    def frame_nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+    def chain(self, index: int) -> list[int]:
+        """Frame indices to decode for ``index``, root first (validated acyclic on parse)."""
+        out = [index]
+        while self.records[out[-1]].ref >= 0:
+            out.append(self.records[out[-1]].ref)
+        out.reverse()
+        return out
+
+
+def pack(meta: dict[str, Any], records: list[Record], payload: bytes) -> bytes:
+    head = dict(meta, frames=[r.to_json() for r in records])
+    text = json.dumps(head, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return MAGIC + _LEN.pack(len(text)) + text + payload
+
+
+def _int(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise StoreCorrupt(f"group header: {what} must be an int in {low}..{high}, got {value!r}")
+    return value
+
+
+def parse_header(data: bytes | bytearray | memoryview) -> Header:
+    """Read and validate the header of an encoded group.
+
+    Raises:
+        StoreCorrupt: any field is missing, of the wrong type or out of range, offsets
+            point outside the data, or references form a cycle.
+        TypeError: ``data`` is not bytes-like.
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"an encoded group is bytes, got {type(data).__name__}")
+    view = memoryview(data)
+    if len(view) < PREFIX or bytes(view[: len(MAGIC)]) != MAGIC:
+        raise StoreCorrupt("not an encoded hyperframe group (bad magic or too short)")
+    (size,) = _LEN.unpack(view[len(MAGIC) : PREFIX])
+    if size > MAX_HEADER_BYTES or PREFIX + size > len(view):
+        raise StoreCorrupt(f"group header claims {size} bytes; only {len(view) - PREFIX} exist")
+    try:
+        head = json.loads(bytes(view[PREFIX : PREFIX + size]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise StoreCorrupt(f"group header is not valid JSON: {exc}") from None
+    keys = {"dtype", "shape", "base", "layout", "tier", "frames"}
+    if not isinstance(head, dict) or set(head) != keys:
+        raise StoreCorrupt(f"group header must have exactly the keys {sorted(keys)}")
+    if head["dtype"] not in FRAME_DTYPES:
+        raise StoreCorrupt(f"group header: unsupported dtype {head['dtype']!r}")
+    dtype = np.dtype(head["dtype"])
+    shape_in = head["shape"]
+    if not isinstance(shape_in, list) or not 1 <= len(shape_in) <= 8:
+        raise StoreCorrupt("group header: shape must be a list of 1 to 8 ints")
+    shape = tuple(_int(d, "a shape dimension", 1, MAX_FRAME_BYTES) for d in shape_in)
+    if math.prod(shape) * dtype.itemsize > MAX_FRAME_BYTES:
+        raise StoreCorrupt(f"group header: frames of {shape} {dtype} exceed the size limit")
+    if head["layout"] not in LAYOUTS or head["tier"] not in TIERS:
+        raise StoreCorrupt("group header: unknown layout or tier")
+    frames = head["frames"]
+    if not isinstance(frames, list) or not 1 <= len(frames) <= MAX_FRAMES:
+        raise StoreCorrupt(f"group header: frames must be a list of 1..{MAX_FRAMES} entries")
+    count = len(frames)
+    base = _int(head["base"], "base", 0, count - 1)
+    payload_len = len(view) - PREFIX - size
+    records = tuple(_record(entry, i, count, payload_len) for i, entry in enumerate(frames))
+    for i in range(count):  # every chain must end at a raw frame within `count` steps
+        j, steps = i, 0
+        while records[j].ref >= 0:
+            j, steps = records[j].ref, steps + 1
+            if steps > count:
+                raise StoreCorrupt(f"group header: frame {i}'s references form a cycle")
+    return Header(dtype, shape, base, head["layout"], head["tier"], records, PREFIX + size)
+
+
+def _record(entry: Any, index: int, count: int, payload_len: int) -> Record:
+    if not isinstance(entry, list) or len(entry) != 6:
+        raise StoreCorrupt(f"group header: frame {index}'s entry must be a list of 6 fields")
+    kind, ref, offset, length, step, qdtype = entry
+    if kind not in KINDS:
+        raise StoreCorrupt(f"group header: frame {index} has unknown kind {kind!r}")
+    ref = _int(ref, f"frame {index}'s ref", -1, count - 1)
+    if (ref == -1) != (kind == "raw") or ref == index:
+        raise StoreCorrupt(f"group header: frame {index} ({kind}) has a bad ref {ref}")
+    offset = _int(offset, f"frame {index}'s offset", 0, payload_len)
+    length = _int(length, f"frame {index}'s length", 0, payload_len - offset)
+    if kind == "quant":
+        if (
+            isinstance(step, bool)
+            or not isinstance(step, int | float)
+            or not math.isfinite(step)
+            or step <= 0
+            or qdtype not in QUANT_DTYPES
+        ):
+            raise StoreCorrupt(f"group header: frame {index} has a bad step or qdtype")
+        return Record(kind, ref, offset, length, float(step), qdtype)
+    return Record(kind, ref, offset, length)

@@ -1,0 +1,92 @@
+"""The grouping stage: tags every frame with its hyperframe id and position.
+
+It runs the streaming :class:`~hyperframes.hyper.grouping.Grouper` as an ordered
+pipeline stage. A frame's group is final only once the grouper closes it, which can
+be up to ``max_len + min_len`` frames later, so the stage holds batches back until
+every frame in them is tagged; that bound is declared (``holds``) so the pool has room.
+
+Tags written to ``batch.meta``:
+    ``hyperframe``: the group id (0, 1, 2, ... in order), ``int64``.
+    ``hf_pos``: the frame's position inside its group, ``int32``.
+    ``hf_len``: the length of its group, ``int32``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from ..engine.frames import Batch
+from .grouping import Grouper, GroupingOptions, Span
+
+
+class GroupTagger:
+    """An ordered stage (see ``engine.stage.Stream``) that tags frames with their group."""
+
+    def __init__(self, options: GroupingOptions, *, batch_size: int) -> None:
+        self.options = options
+        self.grouper = Grouper(
+            threshold=options.threshold,
+            min_len=options.min_len,
+            max_len=options.max_len,
+            rule=options.rule,
+            distance=options.distance,
+        )
+        self.holds = math.ceil((options.max_len + options.min_len) / batch_size) + 2
+        self._held: deque[tuple[int, Batch]] = deque()  # (stream position of frame 0, batch)
+        self._seen = 0
+        self._tagged = 0
+        self._groups = 0
+        self._lengths: list[int] = []
+
+    def push(self, batch: Batch) -> list[Batch]:
+        batch.meta["hyperframe"] = np.full(batch.count, -1, np.int64)
+        batch.meta["hf_pos"] = np.zeros(batch.count, np.int32)
+        batch.meta["hf_len"] = np.zeros(batch.count, np.int32)
+        self._held.append((self._seen, batch))
+        self._seen += batch.count
+        spans = self.grouper.push_many(batch.frames)
+        if len(self._held) > self.holds:
+            raise RuntimeError(
+                f"internal error: the grouping stage holds {len(self._held)} batches, "
+                f"more than the {self.holds} it declared"
+            )
+        return self._tag(spans)
+
+    def finish(self) -> list[Batch]:
+        ready = self._tag(self.grouper.finish())
+        if self._held:
+            raise RuntimeError("internal error: frames left untagged at the end of input")
+        return ready
+
+    def summary(self) -> dict[str, Any]:
+        frames = sum(self._lengths)
+        groups = len(self._lengths)
+        return {
+            "frames": frames,
+            "hyperframes": groups,
+            "mean_length": round(frames / groups, 3) if groups else 0.0,
+            "merge_rate": round(1 - groups / frames, 6) if frames else 0.0,
+            "max_length": max(self._lengths, default=0),
+        }
+
+    def _tag(self, spans: list[Span]) -> list[Batch]:
+        for span in spans:
+            for first, batch in self._held:
+                lo, hi = max(span.start, first), min(span.stop, first + batch.count)
+                if lo >= hi:
+                    continue
+                rows = slice(lo - first, hi - first)
+                batch.meta["hyperframe"][rows] = self._groups
+                batch.meta["hf_pos"][rows] = np.arange(lo - span.start, hi - span.start)
+                batch.meta["hf_len"][rows] = span.length
+            self._groups += 1
+            self._lengths.append(span.length)
+            self._tagged = span.stop
+        ready = []
+        while self._held and self._held[0][0] + self._held[0][1].count <= self._tagged:
+            ready.append(self._held.popleft()[1])
+        return ready

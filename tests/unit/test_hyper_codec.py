@@ -1,0 +1,219 @@
+"""Codec: bit-exact round trips, random access, lossy targets and untrusted bytes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from hyperframes.errors import FrameError, StoreCorrupt
+from hyperframes.hyper import (
+    decode_frame,
+    decode_group,
+    encode_group,
+    psnr,
+    read_group_info,
+)
+
+DTYPES = ["uint8", "uint16", "uint32", "int16", "float16", "float32", "float64"]
+LAYOUTS = ["auto", "independent", "base", "chain"]
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@st.composite
+def groups(draw: st.DrawFn, dtypes: list[str] = DTYPES) -> np.ndarray:
+    dtype = np.dtype(draw(st.sampled_from(dtypes)))
+    n = draw(st.integers(1, 20))
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, max_side=6))
+    base = draw(hnp.arrays(dtype, shape))
+    similar = draw(st.booleans())
+    frames = [base]
+    for _ in range(n - 1):  # mostly-equal neighbours, with fresh values in some places
+        nxt = frames[-1].copy() if similar else draw(hnp.arrays(dtype, shape))
+        if similar:
+            mask = draw(hnp.arrays(np.bool_, shape))
+            nxt[mask] = draw(hnp.arrays(dtype, shape))[mask]
+        frames.append(nxt)
+    return np.stack(frames)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames=groups(), layout=st.sampled_from(LAYOUTS), base=st.sampled_from(["first", "middle"]))
+def test_lossless_round_trip_is_bit_exact(frames: np.ndarray, layout: str, base: str) -> None:
+    group = encode_group(frames, layout=layout, base=base, level=1)  # type: ignore[arg-type]
+    assert group.psnr_min == float("inf")
+    assert _same_bits(decode_group(group.data), frames)
+    for i in range(len(frames)):
+        assert _same_bits(decode_frame(group.data, i), frames[i])
+
+
+def test_nan_and_signed_zero_survive() -> None:
+    frames = np.array([[np.nan, -0.0, np.inf], [np.nan, 0.0, -np.inf]], dtype=np.float32)
+    out = decode_group(encode_group(frames).data)
+    assert _same_bits(out, frames)
+
+
+def test_random_access_touches_few_records() -> None:
+    frames = np.arange(60, dtype=np.uint8)[:, None, None].repeat(8, 1).repeat(8, 2)
+    info = read_group_info(encode_group(frames).data)
+    assert info.count == 60 and info.base == 30 and info.layout == "auto"
+    assert max(info.frames_touched) <= 60 // 16 + 8
+    assert max(read_group_info(encode_group(frames, layout="base").data).frames_touched) == 2
+    indep = read_group_info(encode_group(frames, layout="independent").data)
+    assert set(indep.frames_touched) == {1}
+
+
+def test_deltas_beat_independent_on_slow_change() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    frames = np.stack([base] * 10)
+    frames[:, :4, :4] = np.arange(10, dtype=np.uint8)[:, None, None, None]
+    assert encode_group(frames).ratio < encode_group(frames, layout="independent").ratio / 3
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    frames=groups(["uint8", "uint16", "float32", "float64"]),
+    target=st.sampled_from([30.0, 45.0, 60.0]),
+)
+def test_psnr_tier_meets_target_on_every_frame(frames: np.ndarray, target: float) -> None:
+    if frames.dtype.kind == "f":
+        frames = np.nan_to_num(frames, nan=0.5, posinf=1.0, neginf=0.0).clip(0, 1)
+    group = encode_group(frames, tier="psnr", psnr=target)
+    out = decode_group(group.data)
+    scores = [psnr(out[i], frames[i]) for i in range(len(frames))]
+    assert min(scores) >= target
+    assert group.psnr_min == pytest.approx(min(scores))
+    for i in range(len(frames)):
+        assert _same_bits(decode_frame(group.data, i), out[i])
+
+
+def test_psnr_tier_shrinks_noisy_frames() -> None:
+    rng = np.random.default_rng(3)
+    base = rng.integers(20, 230, (64, 64, 3)).astype(np.int16)
+    frames = np.stack([base + rng.integers(-6, 7, base.shape) for _ in range(8)]).astype(np.uint8)
+    lossy = encode_group(frames, tier="psnr", psnr=40)
+    assert lossy.psnr_min >= 40
+    assert len(lossy.data) < 0.8 * len(encode_group(frames).data)
+
+
+def test_keyframe_tier_decodes_every_frame_to_base() -> None:
+    frames = np.arange(5, dtype=np.uint8)[:, None, None].repeat(4, 1) * 10
+    group = encode_group(frames, tier="keyframe")
+    out = decode_group(group.data)
+    assert all(np.array_equal(f, frames[2]) for f in out)
+    assert group.frame_psnr[2] == float("inf")
+    assert group.psnr_min == pytest.approx(psnr(frames[0], frames[2]))
+    assert group.psnr_min < group.psnr_mean < float("inf")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"tier": "best"},
+        {"layout": "zigzag"},
+        {"base": "last"},
+        {"level": 0},
+        {"level": 23},
+        {"psnr": 0},
+        {"psnr": float("nan")},
+    ],
+)
+def test_bad_options_raise_value_error(kwargs: dict) -> None:
+    with pytest.raises(ValueError, match="must"):
+        encode_group(np.zeros((2, 3), np.uint8), **kwargs)
+
+
+def test_bad_frames_raise_frame_error() -> None:
+    with pytest.raises(FrameError):
+        encode_group(np.zeros((0, 3), np.uint8))
+    with pytest.raises(FrameError):
+        encode_group(np.zeros((2, 3), bool))
+    with pytest.raises(FrameError):
+        encode_group([np.zeros(3, np.uint8), np.zeros(4, np.uint8)])
+    nan = np.full((2, 3), np.nan, np.float32)
+    with pytest.raises(FrameError, match="frame 0"):
+        encode_group(nan, tier="psnr")
+
+
+def test_index_out_of_range() -> None:
+    data = encode_group(np.zeros((3, 2), np.uint8)).data
+    with pytest.raises(IndexError):
+        decode_frame(data, 3)
+    with pytest.raises(IndexError):
+        decode_frame(data, -1)
+
+
+_SAMPLE = encode_group(
+    np.random.default_rng(5).integers(0, 4, (6, 8, 8), dtype=np.uint16) * 1000
+).data
+
+
+def _decode_all(data: bytes) -> None:
+    read_group_info(data)
+    decode_group(data)
+    for i in range(read_group_info(data).count):
+        decode_frame(data, i)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    edits=st.lists(st.tuples(st.integers(0, len(_SAMPLE) - 1), st.integers(0, 255)), max_size=4),
+    cut=st.integers(0, len(_SAMPLE)),
+)
+def test_corrupt_bytes_raise_store_corrupt_only(edits: list[tuple[int, int]], cut: int) -> None:
+    data = bytearray(_SAMPLE[:cut])
+    for pos, value in edits:
+        if pos < len(data):
+            data[pos] = value
+    with contextlib.suppress(StoreCorrupt):
+        _decode_all(bytes(data))
+
+
+def _with_header(**changes: object) -> bytes:
+    size = struct.unpack("<I", _SAMPLE[4:8])[0]
+    head = json.loads(_SAMPLE[8 : 8 + size])
+    head.update(changes)
+    text = json.dumps(head).encode()
+    return _SAMPLE[:4] + struct.pack("<I", len(text)) + text + _SAMPLE[8 + size :]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"dtype": "O"},
+        {"dtype": ">f8"},
+        {"shape": [0, 8]},
+        {"shape": [1 << 20, 1 << 20]},
+        {"shape": "8x8"},
+        {"base": 99},
+        {"layout": "magic"},
+        {"frames": []},
+        {"frames": [["raw", -1, 0, 10**9, 0, ""]] * 6},
+        {"frames": [["delta", 1, 0, 0, 0, ""], ["delta", 0, 0, 0, 0, ""]]},
+        {"frames": [["quant", 0, 0, 0, -1.0, "<i2"]] + [["raw", -1, 0, 0, 0, ""]] * 5},
+        {"extra": 1},
+    ],
+)
+def test_forged_headers_raise_store_corrupt(changes: dict) -> None:
+    with pytest.raises(StoreCorrupt):
+        _decode_all(_with_header(**changes))
+
+
+def test_not_bytes_is_type_error() -> None:
+    with pytest.raises(TypeError):
+        decode_group("HFG")  # type: ignore[arg-type]
+
+
+def test_repr_hides_pixels() -> None:
+    group = encode_group(np.zeros((2, 4, 4), np.uint8))
+    assert "data=" not in repr(group) and "nbytes=" in repr(group)
