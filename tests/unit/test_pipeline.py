@@ -250,3 +250,51 @@ def test_bad_arguments():
         Pipeline.from_frames(frames_of(4)).map("not callable")
     with pytest.raises(ValueError, match="spec="):
         Pipeline.from_frames(iter([]))
+
+
+class Recorder:
+    def __init__(self):
+        self.snapshots, self.report = [], "unset"
+        self.snap = None
+
+    def start(self, snapshot):
+        self.snap = snapshot
+        self.snapshots.append(snapshot())
+
+    def stop(self, report):
+        self.snapshots.append(self.snap())
+        self.report = report
+
+
+def test_monitor_sees_live_figures_and_the_report():
+    monitor = Recorder()
+    seen = []
+    frames = frames_of(64)
+    report = (
+        Pipeline.from_frames(frames, batch_size=8)
+        .map(np.bitwise_not, workers=2)
+        .for_each(lambda i, f: seen.append(monitor.snap()["frames"]) if i % 8 == 0 else None)
+        .run(monitor=monitor)
+    )
+    assert monitor.report is report
+    first, last = monitor.snapshots[0], monitor.snapshots[-1]
+    assert first["frames"] == 0 and last["frames"] == 64
+    assert [s["name"] for s in last["stages"]] == ["source", "map:invert", "sink"]
+    assert last["pools"][0]["in_use"] == 0 and last["pools"][0]["slots"] == report.pool_slots
+    assert seen == sorted(seen)
+
+
+def test_monitor_is_told_of_a_failure():
+    monitor = Recorder()
+
+    def boom(b):
+        raise Boom("x")
+
+    with pytest.raises(Boom):
+        Pipeline.from_frames(frames_of(8), batch_size=4).map(boom).run(monitor=monitor)
+    assert monitor.report is None
+
+
+def test_unknown_executor_is_named():
+    with pytest.raises(ValueError, match="threads, processes, ray"):
+        Pipeline.from_frames(frames_of(8)).run(executor="gpu-cluster")

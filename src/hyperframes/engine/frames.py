@@ -167,7 +167,7 @@ class Batch:
         )
 
 
-def _committed_memory(nbytes: int) -> Any:
+def committed_memory(nbytes: int) -> Any:
     """Anonymous memory with every page already mapped.
 
     A fresh ``np.empty`` block is mapped lazily: the first write to each 4 KiB page faults,
@@ -215,7 +215,7 @@ class FramePool:
         self.name = name
         shape = (self.slots, self.batch_size, *spec.shape)
         if buffer is None:
-            buffer = _committed_memory(int(np.prod(shape)) * spec.dtype.itemsize)
+            buffer = committed_memory(int(np.prod(shape)) * spec.dtype.itemsize)
         self.block: np.ndarray = np.ndarray(shape, dtype=spec.dtype, buffer=buffer)
         self._cond = threading.Condition()
         self._free = list(range(self.slots - 1, -1, -1))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..errors import StageError
+from ..executors import Executor, get_executor
 from ..io.arrays import ArraySource, IndexSource, IterableSource, check_frame
 from ..io.base import Sink, Source
 from ..io.callbacks import CallbackSink, CollectSink, NullSink
@@ -28,9 +28,9 @@ from ..metrics.report import RunReport
 from .faults import FaultPolicy
 from .frames import Batch, FrameSpec, check_batch_size
 from .reuse import ReuseStrategy, mse_bound
-from .runner import ProgressFn, Runner
-from .stage import Stage
-from .window import HaloStream, check_window, windows_of
+from .runner import Monitor, ProgressFn, Runner
+from .stage import Call, Stage, on_frames
+from .window import HaloStream, WindowCall, check_window
 
 if TYPE_CHECKING:
     from ..hyper.distance import DistanceKind
@@ -106,12 +106,9 @@ class Pipeline:
         if not callable(fn):
             raise TypeError(f"from_generator needs a callable fn(i), got {type(fn).__name__}")
 
-        def render(batch: Batch) -> None:
-            out = batch.frames
-            for j, i in enumerate(batch.index.tolist()):
-                out[j] = check_frame(fn(i), spec, i, origin=f"{_name_of(fn)}({i})")
-
-        stage = Stage(f"render:{_name_of(fn)}", render, workers=workers)
+        stage = Stage(
+            f"render:{_name_of(fn)}", RenderInto(fn, spec), call=render_call, workers=workers
+        )
         return cls(IndexSource(count, spec), batch_size, (stage,))
 
     # -- stages --------------------------------------------------------------------------
@@ -173,18 +170,17 @@ class Pipeline:
         label = self._unique(name or f"map:{_name_of(fn)}")
         faults = FaultPolicy(retries=retries, backoff=backoff) if retries else None
         stages: list[Stage] = []
-        call: Callable[[Batch], Any] = lambda batch: fn(batch.frames)  # noqa: E731
+        call: Call = on_frames
         if window is not None:
             before, after = check_window(window)
             batch_size = self.batch_size
             stages.append(
                 Stage(
                     f"{label}:halo",
-                    _unused,
                     make_stream=lambda: HaloStream(before, after, batch_size=batch_size),
                 )
             )
-            call = lambda batch: fn(windows_of(batch, before, after))  # noqa: E731
+            call = WindowCall(before, after)
         make_strategy = None
         if reuse == "base":
             bound = mse_bound(reuse_psnr=reuse_psnr, reuse_mse=reuse_mse)
@@ -192,19 +188,11 @@ class Pipeline:
                 bound, verify_every=verify_every, stage=label
             )
 
-        def process(batch: Batch) -> Any:
-            result = call(batch)
-            if result is None:
-                raise StageError(
-                    f"stage {label!r} returned None for {batch.describe()}; a stage function "
-                    "must return the frames (return its input if it changed it in place)"
-                )
-            return result
-
         stages.append(
             Stage(
                 label,
-                process,
+                fn,
+                call,
                 workers=workers,
                 spec=spec,
                 queue=queue,
@@ -245,7 +233,6 @@ class Pipeline:
         batch_size = self.batch_size
         stage = Stage(
             self._unique("group"),
-            _unused,
             make_stream=lambda: GroupTagger(options, batch_size=batch_size),
         )
         return dataclasses.replace(self, stages=(*self.stages, stage))
@@ -280,6 +267,8 @@ class Pipeline:
         slot_timeout: float | None = DEFAULT_SLOT_TIMEOUT,
         progress: ProgressFn | None = None,
         allow_failures: int = 0,
+        executor: str | Executor = "threads",
+        monitor: Monitor | None = None,
     ) -> RunReport:
         """Run the pipeline to the end and return its report.
 
@@ -294,6 +283,11 @@ class Pipeline:
                 frame) before the run stops with ``FramesFailed``; failed frames are left
                 out of the output and listed in ``report.failures``. With 0 (the default)
                 the first failure stops the run with the stage's own exception.
+            executor: where stage functions run: ``"threads"`` (default), ``"processes"``
+                (pools in shared memory; functions must be importable) or ``"ray"``; or an
+                :class:`~hyperframes.executors.Executor`.
+            monitor: watches the run live (metrics exporters, dashboards); see
+                :class:`~hyperframes.engine.runner.Monitor`.
 
         Raises:
             The first exception of any stage, unchanged, with a note naming the stage, batch
@@ -308,6 +302,8 @@ class Pipeline:
             slot_timeout=slot_timeout,
             progress=progress,
             allow_failures=allow_failures,
+            executor=get_executor(executor),
+            monitor=monitor,
         )
         return runner.run()
 
@@ -334,8 +330,20 @@ class Pipeline:
         )
 
 
-def _unused(batch: Batch) -> None:
-    raise AssertionError("ordered stages run through their stream")
+class RenderInto:
+    """Renders frames ``fn(i)`` into a batch's slot, checking each (picklable for executors)."""
+
+    def __init__(self, fn: Callable[[int], np.ndarray], spec: FrameSpec) -> None:
+        self.fn, self.spec = fn, spec
+
+    def __call__(self, ids: np.ndarray, out: np.ndarray) -> None:
+        name = _name_of(self.fn)
+        for j, i in enumerate(ids.tolist()):
+            out[j] = check_frame(self.fn(i), self.spec, i, origin=f"{name}({i})")
+
+
+def render_call(fn: Callable[..., Any], batch: Batch) -> None:
+    fn(batch.index, batch.frames)
 
 
 def _name_of(fn: Callable[..., Any]) -> str:

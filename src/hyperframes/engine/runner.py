@@ -22,11 +22,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..errors import Cancelled, FramesFailed, StageError
+from ..executors import Executor, ThreadExecutor
 from ..io.base import Sink, Source
 from ..metrics.report import RunReport, StageStats
 from .channel import END, Channel
@@ -58,6 +59,20 @@ class Progress:
 
 
 ProgressFn = Callable[[Progress], None]
+
+
+class Monitor(Protocol):
+    """Watches a run while it goes (a metrics exporter, a live page).
+
+    ``start`` is called in the caller's thread before any frame moves, with the run's
+    :meth:`Runner.snapshot` function, which is cheap, thread-safe and may be called at any
+    time from any thread until ``stop``. ``stop`` gets the report, or ``None`` after a
+    failure.
+    """
+
+    def start(self, snapshot: Callable[[], dict[str, Any]]) -> None: ...
+
+    def stop(self, report: RunReport | None) -> None: ...
 
 
 def default_slots(stages: Sequence[Stage]) -> int:
@@ -98,11 +113,14 @@ class Runner:
         slot_timeout: float | None,
         progress: ProgressFn | None,
         allow_failures: int = 0,
+        executor: Executor | None = None,
+        monitor: Monitor | None = None,
     ) -> None:
         self.source = source
+        self.executor = executor or ThreadExecutor()
         self.stages = list(stages)
         for stage in self.stages:
-            stage.reset()
+            stage.reset(self.executor)
         self.sink = sink
         self.slots = default_slots(self.stages) if slots is None else int(slots)
         needed = held_slots(self.stages) + 1
@@ -115,8 +133,20 @@ class Runner:
             FramePool.bytes_needed(source.spec, batch_size, self.slots),
             what=f"a pool of {self.slots} slots x {batch_size} frames of {source.spec.describe()}",
         )
-        self.pool = FramePool(source.spec, batch_size=batch_size, slots=self.slots, name="source")
+        self.pool = FramePool(
+            source.spec,
+            batch_size=batch_size,
+            slots=self.slots,
+            name="source",
+            buffer=self.executor.allocate(
+                FramePool.bytes_needed(source.spec, batch_size, self.slots)
+            ),
+        )
         self.dead = DeadLetters(allow_failures)
+        self.monitor = monitor
+        self._start = time.perf_counter()
+        self._delivered = 0
+        self._hol_wait = 0.0
         self.slot_timeout = slot_timeout
         self.progress = progress
         self.channels = [Channel(s.queue or 1) for s in self.stages]
@@ -235,9 +265,11 @@ class Runner:
                 )
                 for w in range(stage.workers)
             ]
-        start = time.perf_counter()
+        start = self._start = time.perf_counter()
         output: Any = None
         delivered = 0
+        if self.monitor is not None:
+            self.monitor.start(self.snapshot)
         try:
             self.source.open()
             try:
@@ -258,11 +290,19 @@ class Runner:
                     if self._sink_open:
                         self.sink.close(ok=False)
         finally:
-            self.source.close()
+            try:
+                self.source.close()
+            finally:
+                self.executor.close()
         if self._error is not None:
+            if self.monitor is not None:
+                self.monitor.stop(None)
             raise self._error
         wall = time.perf_counter() - start
-        return self._report(delivered, wall, output)
+        report = self._report(delivered, wall, output)
+        if self.monitor is not None:
+            self.monitor.stop(report)
+        return report
 
     def _join(self, threads: list[threading.Thread]) -> None:
         if self._error is None:
@@ -291,10 +331,13 @@ class Runner:
         delivered = 0
         while True:
             t0 = time.perf_counter()
+            blocked = len(self._reorder) > 0  # batches wait for a missing one: head-of-line
             item = inbox.get()
             if item is END:
                 break
             t1 = time.perf_counter()
+            if blocked:
+                self._hol_wait += t1 - t0
             for batch in self._reorder.push(item.seq, item):
                 batch.hand_over("sink")
                 if not self._sink_open:
@@ -307,6 +350,7 @@ class Runner:
                     raise
                 batch.release()
                 delivered += batch.count
+                self._delivered = delivered
                 if self.progress is not None:
                     elapsed = time.perf_counter() - start
                     self.progress(Progress(delivered, total, elapsed, self._slowest()))
@@ -335,11 +379,62 @@ class Runner:
             pool_high_water_bytes=sum(p.high_water * p.slot_nbytes for p in pools),
             pool_bytes=sum(p.nbytes for p in pools),
             reorder_high_water=self._reorder.high_water,
+            head_of_line_wait_s=round(self._hol_wait, 6),
             batch_size=self.pool.batch_size,
             output=output,
             failures=tuple(self.dead.snapshot()),
             extra={s.name: figures for s in self.stages if (figures := s.summary()) is not None},
         )
+
+    def snapshot(self) -> dict[str, Any]:
+        """The run's figures right now (for monitors): a JSON-ready dict.
+
+        Keys: ``elapsed_s``, ``frames`` (delivered), ``total`` (or None), ``batch_size``,
+        ``stages`` (per stage: name, workers, frames, batches, busy_s, wait_in_s, wait_out_s,
+        queue_depth, queue_capacity), ``pools`` (per pool: name, slots, in_use, high_water,
+        slot_bytes), ``reorder_depth``, ``head_of_line_wait_s``, ``failures`` (count) and
+        ``extra`` (stage figures such as grouping and reuse).
+        """
+        stages = []
+        depths = [0, *[len(ch) for ch in self.channels]]
+        capacities = [0, *[ch.capacity for ch in self.channels]]
+        for k, st in enumerate(self.stats):
+            row = st.summary()
+            stages.append(
+                {
+                    "name": row.name,
+                    "workers": row.workers,
+                    "frames": row.frames,
+                    "batches": row.batches,
+                    "busy_s": row.busy_s,
+                    "wait_in_s": row.wait_in_s,
+                    "wait_out_s": row.wait_out_s,
+                    "queue_depth": depths[k],
+                    "queue_capacity": capacities[k],
+                }
+            )
+        pools = [
+            {
+                "name": p.name,
+                "slots": p.slots,
+                "in_use": p.in_use,
+                "high_water": p.high_water,
+                "slot_bytes": p.slot_nbytes,
+            }
+            for p in self._pools()
+        ]
+        return {
+            "elapsed_s": time.perf_counter() - self._start,
+            "frames": self._delivered,
+            "total": self.source.length,
+            "batch_size": self.pool.batch_size,
+            "stages": stages,
+            "pools": pools,
+            "reorder_depth": len(self._reorder),
+            "head_of_line_wait_s": self._hol_wait,
+            "failures": len(self.dead.snapshot()),
+            "extra": {s.name: f for s in self.stages if (f := s.summary()) is not None},
+        }
 
     def leaks(self) -> dict[str, int]:
         """Slots still held per pool after the run (all zero unless something is wrong)."""

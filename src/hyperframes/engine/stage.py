@@ -25,12 +25,25 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import StageError
+from ..executors import Executor, ThreadExecutor
 from .faults import DeadLetters, FaultPolicy
 from .frames import Batch, FramePool, FrameSpec
 
-BatchFn = Callable[[Batch], Any]
-"""Internal form of a stage: gets the batch handle, returns its results (``None``: wrote the
-frames in place)."""
+Call = Callable[[Callable[..., Any], Batch], Any]
+"""How a stage hands a batch to its function: ``call(fn, batch)`` returns the batch's results
+(``None``: the frames were written in place). ``fn`` is the user function as the executor
+runs it (see ``hyperframes.executors``)."""
+
+
+def on_frames(fn: Callable[..., Any], batch: Batch) -> Any:
+    """The plain call: ``fn(frames)``, which must return its results."""
+    result = fn(batch.frames)
+    if result is None:
+        raise StageError(
+            f"the stage function returned None for {batch.describe()}; it must return the "
+            "frames (return its input if it changed it in place)"
+        )
+    return result
 
 
 class Stream(Protocol):
@@ -67,20 +80,22 @@ class Stage:
 
     Attributes:
         name: shown in reports and errors, e.g. ``"map:invert"``.
-        process: the internal batch function (see :data:`BatchFn`).
+        fn: the user function; it is what an executor ships to where it runs.
+        call: how a batch is handed to ``fn`` (see :data:`Call`).
         workers: threads that run ``process`` concurrently.
         spec: the declared output spec, or ``None`` to take it from the first result.
         queue: capacity of the stage's input channel.
         into: store per-frame results in ``batch.meta[into]`` instead of replacing frames.
         ordered: see every batch in input order on one worker (stateful stages).
         faults: retries and fallback; ``None`` calls once and lets errors stop the run.
-        make_stream: makes the state of a stream stage, fresh for each run (then
-            ``process`` is not used and the stage is ordered).
+        make_stream: makes the state of a stream stage, fresh for each run (then ``fn``
+            is not used and the stage is ordered).
         make_strategy: makes the per-run state of a compute strategy such as reuse.
     """
 
     name: str
-    process: BatchFn
+    fn: Callable[..., Any] | None = None
+    call: Call = on_frames
     workers: int = 1
     spec: FrameSpec | None = None
     queue: int | None = None
@@ -91,6 +106,8 @@ class Stage:
     make_strategy: Callable[[], Strategy] | None = None
     stream: Stream | None = field(default=None, init=False, repr=False)
     strategy: Strategy | None = field(default=None, init=False, repr=False)
+    _run_fn: Callable[..., Any] | None = field(default=None, init=False, repr=False)
+    _allocate: Callable[[int], Any] | None = field(default=None, init=False, repr=False)
     _out_pool: FramePool | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -99,6 +116,8 @@ class Stage:
             raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
         if self.make_stream is not None or self.make_strategy is not None:
             self.ordered = True
+        if self.fn is None and self.make_stream is None:
+            raise ValueError(f"stage {self.name!r} needs a function or a stream")
         if self.ordered and self.workers != 1:
             raise ValueError(
                 f"stage {self.name!r} keeps state across batches, so it runs on one worker "
@@ -109,9 +128,14 @@ class Stage:
         elif self.queue < 1:
             raise ValueError(f"queue must be at least 1, got {self.queue}")
 
-    def reset(self) -> None:
-        """Forget the output pool and state of an earlier run."""
+    def reset(self, executor: Executor | None = None) -> None:
+        """Start a run under ``executor``: fresh state, no output pool yet."""
+        executor = executor or ThreadExecutor()
         self._out_pool = None
+        self._allocate = executor.allocate
+        self._run_fn = None
+        if self.fn is not None:
+            self._run_fn = executor.remote(self.fn, stage=self.name, workers=self.workers)
         self.stream = None if self.make_stream is None else self.make_stream()
         self.strategy = None if self.make_strategy is None else self.make_strategy()
 
@@ -153,7 +177,9 @@ class Stage:
         return self._per_frame(batch, backup, policy, dead)
 
     def _call(self, batch: Batch) -> Any:
-        result = self.process(batch)
+        if self._run_fn is None:
+            raise RuntimeError(f"stage {self.name!r} was not started (reset) before use")
+        result = self.call(self._run_fn, batch)
         return batch.frames if result is None else result
 
     def _call_with_retries(self, batch: Batch, backup: np.ndarray, policy: FaultPolicy) -> Any:
@@ -232,8 +258,12 @@ class Stage:
         with self._lock:
             if self._out_pool is None:
                 spec = self.spec or got
+                size = batch.pool.batch_size
+                buffer = None
+                if self._allocate is not None:
+                    buffer = self._allocate(FramePool.bytes_needed(spec, size, slots))
                 self._out_pool = FramePool(
-                    spec, batch_size=batch.pool.batch_size, slots=slots, name=self.name
+                    spec, batch_size=size, slots=slots, name=self.name, buffer=buffer
                 )
             return self._out_pool
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -90,3 +92,18 @@ def windows_of(batch: Batch, before: int, after: int) -> np.ndarray:
     extended = batch.extended()
     view = np.lib.stride_tricks.sliding_window_view(extended, before + 1 + after, axis=0)
     return np.moveaxis(view, -1, 1)
+
+
+class WindowCall:
+    """The call of a windowed stage: ``fn(windows)`` (see the module docstring)."""
+
+    def __init__(self, before: int, after: int) -> None:
+        self.before, self.after = before, after
+
+    def __call__(self, fn: Callable[..., Any], batch: Batch) -> Any:
+        from ..errors import StageError
+
+        result = fn(windows_of(batch, self.before, self.after))
+        if result is None:
+            raise StageError(f"the windowed stage function returned None for {batch.describe()}")
+        return result

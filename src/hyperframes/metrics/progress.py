@@ -45,7 +45,11 @@ class ProgressBar:
     """Draws :func:`render_line` on a terminal; silent elsewhere or when ``enabled=False``."""
 
     def __init__(
-        self, *, label: str = "", stream: TextIO | None = None, enabled: bool | None = None,
+        self,
+        *,
+        label: str = "",
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
         hz: float = 8.0,
     ) -> None:
         self.stream = stream or sys.stderr

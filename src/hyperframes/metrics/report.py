@@ -91,6 +91,8 @@ class RunReport:
         pool_high_water_bytes: bytes of those slots.
         pool_bytes: bytes preallocated for all pools.
         reorder_high_water: most batches the sink held back to restore order.
+        head_of_line_wait_s: time the sink waited for a missing batch while later ones
+            were ready (the cost of keeping order).
         batch_size: frames per batch.
         output: what the sink returned (e.g. the output path), if anything.
         failures: dead letters: ``{"stage", "frame", "error"}`` for each frame that failed
@@ -108,6 +110,7 @@ class RunReport:
     pool_bytes: int
     reorder_high_water: int
     batch_size: int
+    head_of_line_wait_s: float = 0.0
     output: Any = None
     failures: tuple[dict[str, Any], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -148,9 +151,11 @@ class RunReport:
             shown = ", ".join(f"{k} {v}" for k, v in figures.items())
             lines.append(f"{name}: {shown}")
         if self.failures:
-            lines.append(f"failed frames ({len(self.failures)}): " + ", ".join(
-                f"{f['frame']} ({f['stage']})" for f in self.failures[:10]
-            ) + (" ..." if len(self.failures) > 10 else ""))
+            lines.append(
+                f"failed frames ({len(self.failures)}): "
+                + ", ".join(f"{f['frame']} ({f['stage']})" for f in self.failures[:10])
+                + (" ..." if len(self.failures) > 10 else "")
+            )
         if self.output is not None:
             lines.append(f"output: {self.output}")
         return "\n".join(lines)
