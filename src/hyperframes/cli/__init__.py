@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from .._version import __version__
-from . import demo, video
+from . import analyze, demo, video
 from .common import fail
 
-COMMANDS = (demo, video)
+COMMANDS = (demo, video, analyze)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,4 +46,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         return fail(exc)
-

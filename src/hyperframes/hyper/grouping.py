@@ -132,6 +132,8 @@ class Grouper:
         self._left_cut = math.inf  # cut distance at the current run's start
         self._pending: Span | None = None  # closed, but a short run may still join it
         self._finished = False
+        self.last_distance = math.nan
+        """The distance the last pushed frame was judged by (NaN for the first frame)."""
 
     @property
     def frames_seen(self) -> int:
@@ -153,9 +155,10 @@ class Grouper:
         self._count += 1
         if self._ref is None:
             self._ref = feature
+            self.last_distance = math.nan
             return []
         opts = self.options
-        dist = frame_mse(self._ref, feature)
+        dist = self.last_distance = frame_mse(self._ref, feature)
         if dist < opts.threshold and index - self._run_start < opts.max_len:
             if opts.rule == "adjacent":
                 np.copyto(self._ref, feature)

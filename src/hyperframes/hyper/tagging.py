@@ -9,6 +9,8 @@ Tags written to ``batch.meta``:
     ``hyperframe``: the group id (0, 1, 2, ... in order), ``int64``.
     ``hf_pos``: the frame's position inside its group, ``int32``.
     ``hf_len``: the length of its group, ``int32``.
+    ``distance``: the distance the grouper judged the frame by (to the previous frame,
+    or to the group's first frame under the drift rule), ``float64``; NaN for frame 0.
 """
 
 from __future__ import annotations
@@ -46,9 +48,14 @@ class GroupTagger:
         batch.meta["hyperframe"] = np.full(batch.count, -1, np.int64)
         batch.meta["hf_pos"] = np.zeros(batch.count, np.int32)
         batch.meta["hf_len"] = np.zeros(batch.count, np.int32)
+        distance = np.empty(batch.count, np.float64)
+        batch.meta["distance"] = distance
         self._held.append((self._seen, batch))
         self._seen += batch.count
-        spans = self.grouper.push_many(batch.frames)
+        spans = []
+        for j, frame in enumerate(batch.frames):
+            spans += self.grouper.push(frame)
+            distance[j] = self.grouper.last_distance
         if len(self._held) > self.holds:
             raise RuntimeError(
                 f"internal error: the grouping stage holds {len(self._held)} batches, "

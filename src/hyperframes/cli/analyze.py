@@ -1,0 +1,62 @@
+"""``hyperframes analyze``: adjacent-MSE statistics, hyperframes found, and whether they pay off."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..analysis import analyze, plot_timeline
+from ..io.video import VideoSource
+from .common import batch_size, positive_int, progress_for
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("analyze", help="what hyperframes would do with a video, measured")
+    p.add_argument("input")
+    p.add_argument("--threshold", type=float, default=None, help="grouping threshold (MSE)")
+    p.add_argument("--min-len", type=positive_int, default=None)
+    p.add_argument("--max-len", type=positive_int, default=None)
+    p.add_argument("--samples", type=positive_int, default=12, help="hyperframes to encode")
+    p.add_argument("--plot", default=None, help="write the MSE timeline to this PNG")
+    p.add_argument("--batch-size", type=batch_size, default=16)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    bar = progress_for(args, "analyze")
+    try:
+        result, report = analyze(
+            VideoSource(args.input),
+            threshold=args.threshold,
+            min_len=args.min_len,
+            max_len=args.max_len,
+            batch_size=args.batch_size,
+            samples=args.samples,
+            progress=bar,
+        )
+    finally:
+        bar.finish()
+    if args.plot:
+        plot_timeline(result, args.plot)
+    if args.json:
+        data = result.to_dict()
+        data["fps"] = report.fps
+        data["wall_s"] = report.wall_s
+        print(json.dumps(data))
+        return 0
+    mse = result.mse
+    print(
+        f"{result.frames} frames -> {result.hyperframes} hyperframes "
+        f"(mean length {result.mean_length:.1f}, merge rate {result.merge_rate:.1%}) "
+        f"at threshold {result.threshold:g}"
+    )
+    print(f"adjacent MSE: median {mse['median']:.3g}, p90 {mse['p90']:.3g}, max {mse['max']:.3g}")
+    print(f"worthwhile: {'yes' if result.worthwhile else 'no'}: {result.reason}")
+    print(f"recommended threshold: {result.recommended_threshold:.3g}")
+    shown = ", ".join(map(str, result.boundaries[:20]))
+    print(f"boundaries: {shown}{' ...' if len(result.boundaries) > 20 else ''}")
+    print(f"{report.fps:.0f} frames/s")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    return 0
