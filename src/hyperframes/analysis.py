@@ -29,7 +29,7 @@ from .io.base import Sink, Source
 from .metrics.report import RunReport
 
 SAMPLE_SHARE = 0.02
-"""At most this share of the frames (and at least 64 frames) is encoded for the estimate, so
+"""At most this share of the frames (and at least 32 frames) is encoded for the estimate, so
 the estimate costs a few percent of the pass, not a second pass."""
 
 WORTHWHILE_SAVING = 0.10
@@ -85,7 +85,7 @@ class AnalysisSink(Sink):
     def __init__(self, *, expected_frames: int | None, samples: int) -> None:
         self.samples = samples
         self._every = max(1, (expected_frames or 0) // max(samples, 1))
-        self._budget = max(64, int(SAMPLE_SHARE * (expected_frames or 30_000)))
+        self._budget = max(32, int(SAMPLE_SHARE * (expected_frames or 30_000)))
         self._distances: list[np.ndarray] = []
         self.boundaries: list[int] = []
         self._next_sample = 0

@@ -79,3 +79,28 @@ def test_user_slots_below_what_the_grouper_holds_are_refused():
     frames = np.zeros((10, 2, 2), np.uint8)
     with pytest.raises(ValueError, match="ordered stages hold"):
         Pipeline.from_frames(frames, batch_size=1).group(max_len=60).run(slots=3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=6), seed=st.integers(0, 50),
+       min_len=st.integers(1, 4), max_len=st.integers(4, 20))
+def test_push_distance_gives_the_same_groups_as_push(lengths, seed, min_len, max_len):
+    from hyperframes.hyper import Grouper
+    from hyperframes.hyper.distance import frame_mse
+
+    frames = scenes(seed, lengths)
+    a = Grouper(threshold=1e-3, min_len=min_len, max_len=max_len)
+    b = Grouper(threshold=1e-3, min_len=min_len, max_len=max_len)
+    spans_a = [*a.push_many(frames), *a.finish()]
+    spans_b = []
+    for i, f in enumerate(frames):
+        spans_b += b.push_distance(frame_mse(frames[i - 1], f) if i else 0.0)
+    spans_b += b.finish()
+    assert spans_a == spans_b
+
+
+def test_nan_in_float_frames_is_named():
+    frames = np.zeros((10, 2, 2), np.float32)
+    frames[6, 0, 0] = np.nan
+    with pytest.raises(Exception, match="frame 6"):
+        Pipeline.from_frames(frames, batch_size=4).group().run()

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from .._version import __version__
-from . import analyze, demo, video
+from . import analyze, demo, store, video
 from .common import fail
 
-COMMANDS = (demo, video, analyze)
+COMMANDS = (demo, video, analyze, store)
 
 
 def build_parser() -> argparse.ArgumentParser:

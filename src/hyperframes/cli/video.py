@@ -20,7 +20,7 @@ from .common import add_run_options, emit_report, positive_int, progress_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="what a video file is")
+    p = sub.add_parser("info", help="what a video file or a hyperframe store is")
     p.add_argument("path")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run_info)
@@ -87,7 +87,9 @@ def resize_stage(width: int, height: int) -> Any:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    facts = probe(args.path)
+    from .store import is_store, store_info
+
+    facts = store_info(args.path) if is_store(args.path) else probe(args.path)
     if args.json:
         print(json.dumps(facts, default=str))
     else:

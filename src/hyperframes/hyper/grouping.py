@@ -152,27 +152,51 @@ class Grouper:
             raise RuntimeError("this Grouper has finished; make a new one for a new sequence")
         index = self._count
         feature = self._feature(frame, index)
-        self._count += 1
         if self._ref is None:
             self._ref = feature
+            self._count += 1
             self.last_distance = math.nan
             return []
+        spans, move_ref = self._advance(frame_mse(self._ref, feature))
+        if move_ref:
+            np.copyto(self._ref, feature)
+        return spans
+
+    def push_distance(self, distance: float) -> list[Span]:
+        """Take the next frame by its distance to the previous frame (``rule="adjacent"``).
+
+        For callers that compute adjacent distances themselves, in bulk and without copying
+        frames (the grouping stage does); ``distance`` is ignored for the first frame. The
+        groups are the same as :meth:`push` on the frames would give.
+        """
+        if self.options.rule != "adjacent":
+            raise ValueError("push_distance() works with rule='adjacent' only; use push()")
+        if self._finished:
+            raise RuntimeError("this Grouper has finished; make a new one for a new sequence")
+        if self._count == 0:
+            self._count = 1
+            self.last_distance = math.nan
+            return []
+        return self._advance(float(distance))[0]
+
+    def _advance(self, dist: float) -> tuple[list[Span], bool]:
+        """Decide on the next frame at ``dist``: (groups now final, whether the reference
+        frame becomes this frame)."""
+        index = self._count
+        self._count += 1
+        self.last_distance = dist
         opts = self.options
-        dist = self.last_distance = frame_mse(self._ref, feature)
         if dist < opts.threshold and index - self._run_start < opts.max_len:
-            if opts.rule == "adjacent":
-                np.copyto(self._ref, feature)
+            move = opts.rule == "adjacent"
             if self._pending is not None and index + 1 - self._run_start >= opts.min_len:
                 done, self._pending = self._pending, None  # this run will not join it
-                return [done]
-            return []
+                return [done], move
+            return [], move
         out, joined_next = self._close(Span(self._run_start, index), dist, at_end=False)
-        if opts.rule == "adjacent" or not joined_next:
-            np.copyto(self._ref, feature)
         if not joined_next:
             self._run_start = index
             self._left_cut = dist
-        return out
+        return out, opts.rule == "adjacent" or not joined_next
 
     def push_many(self, frames: Iterable[np.ndarray]) -> list[Span]:
         """Take several frames (an ``(n, *shape)`` array or any iterable of frames)."""

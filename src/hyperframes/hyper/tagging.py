@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.frames import Batch
+from .distance import check_finite, frame_mse, peak_of
 from .grouping import Grouper, GroupingOptions, Span
 
 
@@ -43,25 +44,51 @@ class GroupTagger:
         self._tagged = 0
         self._groups = 0
         self._lengths: list[int] = []
+        # adjacent exact distances are computed here on views of the slot, with no copy per
+        # frame; only the last frame of each batch is kept for the next one
+        self._bulk = options.rule == "adjacent" and options.distance == "exact"
+        self._last: np.ndarray | None = None
 
     def push(self, batch: Batch) -> list[Batch]:
         batch.meta["hyperframe"] = np.full(batch.count, -1, np.int64)
         batch.meta["hf_pos"] = np.zeros(batch.count, np.int32)
         batch.meta["hf_len"] = np.zeros(batch.count, np.int32)
-        distance = np.empty(batch.count, np.float64)
-        batch.meta["distance"] = distance
         self._held.append((self._seen, batch))
         self._seen += batch.count
-        spans = []
-        for j, frame in enumerate(batch.frames):
-            spans += self.grouper.push(frame)
-            distance[j] = self.grouper.last_distance
+        if self._bulk:
+            distance = self._adjacent_distances(batch)
+            spans = [s for d in distance.tolist() for s in self.grouper.push_distance(d)]
+        else:
+            distance = np.empty(batch.count, np.float64)
+            spans = []
+            for j, frame in enumerate(batch.frames):
+                spans += self.grouper.push(frame)
+                distance[j] = self.grouper.last_distance
+        batch.meta["distance"] = distance
         if len(self._held) > self.holds:
             raise RuntimeError(
                 f"internal error: the grouping stage holds {len(self._held)} batches, "
                 f"more than the {self.holds} it declared"
             )
         return self._tag(spans)
+
+    def _adjacent_distances(self, batch: Batch) -> np.ndarray:
+        frames = batch.frames
+        first = self.grouper.frames_seen
+        if self._last is None:
+            peak_of(frames.dtype)  # a supported dtype, or FrameError
+        distance = np.empty(batch.count, np.float64)
+        for j in range(batch.count):
+            if frames.dtype.kind == "f":
+                check_finite(frames[j], name=f"frame {first + j}")
+            prev = frames[j - 1] if j else self._last
+            distance[j] = math.nan if prev is None else frame_mse(prev, frames[j])
+        if batch.count:
+            if self._last is None:
+                self._last = frames[-1].copy()
+            else:
+                np.copyto(self._last, frames[-1])
+        return distance
 
     def finish(self) -> list[Batch]:
         ready = self._tag(self.grouper.finish())

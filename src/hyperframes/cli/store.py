@@ -1,0 +1,169 @@
+"""``hyperframes pack``, ``unpack``, ``frame`` and ``verify``: the hyperframe store.
+
+``hyperframes info STORE`` uses :func:`store_info` and :func:`is_store` from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import cv2
+
+from .. import Pipeline
+from ..errors import StoreCorrupt
+from ..hyper.grouping import GroupingOptions
+from ..io.images import ImageSequenceSink
+from ..io.video import VideoSink, VideoSource
+from ..store import FrameStore, StoreSink, StoreWriter, is_store, store_info
+from ..store.source import StoreSource
+from ..store.writer import resume_point
+from .common import batch_size, positive_int, progress_for
+
+__all__ = ["is_store", "register", "store_info"]
+
+VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".mov", ".avi", ".webm"})
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pack", help="group a video into hyperframes and store them")
+    p.add_argument("input", metavar="IN")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("--threshold", type=float, default=None, help="grouping MSE threshold")
+    p.add_argument("--min-len", type=positive_int, default=None, help="shortest group")
+    p.add_argument("--max-len", type=positive_int, default=None, help="longest group")
+    p.add_argument("--psnr", type=float, default=None, help="lossy: target PSNR in dB")
+    p.add_argument("--resume", action="store_true", help="continue a partial store")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    p.add_argument("--workers", type=positive_int, default=2, help="encoding threads")
+    p.add_argument("--batch-size", type=batch_size, default=None, help="frames per batch")
+    p.add_argument("--json", action="store_true", help="print one JSON object, no bar")
+    p.set_defaults(run=run_pack)
+
+    p = sub.add_parser("unpack", help="write a store's frames as a video or image folder")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("output", metavar="OUT", help="a video file (.mkv, .mp4...) or a folder")
+    p.add_argument("--codec", default=None, help="video codec; ffv1 (lossless) by default")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--json", action="store_true", help="print one JSON object, no bar")
+    p.set_defaults(run=run_unpack)
+
+    p = sub.add_parser("frame", help="write one frame of a store as an image")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("index", type=int, metavar="INDEX", help="frame index (negative: from end)")
+    p.add_argument("output", metavar="OUT.png")
+    p.set_defaults(run=run_frame)
+
+    p = sub.add_parser("verify", help="check every checksum of a store")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=run_verify)
+
+
+def run_pack(args: argparse.Namespace) -> int:
+    defaults = GroupingOptions()
+    options = GroupingOptions(
+        threshold=defaults.threshold if args.threshold is None else args.threshold,
+        min_len=defaults.min_len if args.min_len is None else args.min_len,
+        max_len=defaults.max_len if args.max_len is None else args.max_len,
+    )
+    grouping = {"threshold": options.threshold, "min_len": options.min_len,
+                "max_len": options.max_len}  # fmt: skip
+    tier = "lossless" if args.psnr is None else "psnr"
+    start, complete = resume_point(args.store) if args.resume else (0, False)
+    total = VideoSource(args.input).length
+    if complete or (total is not None and start >= total):
+        StoreWriter(
+            args.store, _store_spec(args.store), {}, tier=tier, psnr=args.psnr,
+            grouping=grouping, resume=True,
+        ).close(complete=True)  # fmt: skip
+        return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
+    source = VideoSource(args.input, start=start)
+    sink = StoreSink(
+        args.store, tier=tier, psnr=args.psnr, grouping=grouping, workers=args.workers,
+        resume=args.resume, overwrite=args.overwrite,
+    )  # fmt: skip
+    pipeline = (
+        Pipeline.from_source(source, batch_size=args.batch_size or 16)
+        .group(threshold=options.threshold, min_len=options.min_len, max_len=options.max_len)
+        .to(sink)
+    )
+    bar = progress_for(args, "pack")
+    try:
+        report = pipeline.run(progress=bar)
+    finally:
+        bar.finish()
+    return _print_pack(args, report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
+
+
+def _store_spec(path: str) -> Any:
+    with FrameStore(path, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
+        return store.spec
+
+
+def _print_pack(
+    args: argparse.Namespace, summary: dict[str, Any], *, fps: float, new: int, wall: float
+) -> int:
+    keys = ("path", "frames", "hyperframes", "raw_bytes", "stored_bytes", "ratio", "psnr_min")
+    data = {key: summary.get(key) for key in keys}
+    data.update(fps=round(fps, 3), new_frames=new, wall_s=round(wall, 3),
+                resumed_from=summary.get("resumed_from", data["frames"]))  # fmt: skip
+    if args.json:
+        print(json.dumps(data))
+    else:
+        for key, value in data.items():
+            print(f"{key:<14}{value}")
+    return 0
+
+
+def run_unpack(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    source = StoreSource(args.store)
+    try:
+        if out.suffix.lower() in VIDEO_SUFFIXES:
+            sink: Any = VideoSink(out, codec=args.codec or "ffv1", overwrite=args.overwrite)
+        else:
+            sink = ImageSequenceSink(out, overwrite=args.overwrite)
+        bar = progress_for(args, "unpack")
+        try:
+            report = Pipeline.from_source(source, batch_size=16).to(sink).run(progress=bar)
+        finally:
+            bar.finish()
+    finally:
+        source.close()
+    data = {"output": str(out), "frames": report.frames, "fps": round(report.fps, 3)}
+    print(json.dumps(data) if args.json else f"{report.frames} frames -> {out}")
+    return 0
+
+
+def run_frame(args: argparse.Namespace) -> int:
+    with FrameStore(args.store, read_ahead=False) as store:
+        frame = store[args.index]
+    channels = 1 if frame.ndim == 2 else frame.shape[-1]
+    if channels == 3:
+        frame = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)
+    elif channels == 4:
+        frame = cv2.cvtColor(frame, cv2.COLOR_RGBA2BGRA)
+    if not cv2.imwrite(args.output, frame):
+        raise ValueError(f"cannot write an image named {args.output!r}; use .png or .jpg")
+    print(args.output)
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    with FrameStore(args.store, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
+        bad = store.verify()
+        frames = len(store)
+    if args.json:
+        print(json.dumps({"path": args.store, "frames": frames, "ok": not bad, "bad_frames": bad}))
+    elif not bad:
+        print(f"{args.store}: {frames} frames, every checksum matches")
+    if bad:
+        shown = ", ".join(map(str, bad[:20])) + (" ..." if len(bad) > 20 else "")
+        error = StoreCorrupt(f"{len(bad)} of {frames} frames are damaged: {shown}")
+        print(f"hyperframes: error: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,151 @@
+"""``StoreSink``: the end of a pipeline that packs tagged frames into a store.
+
+Frames must carry the tags of the ``.group()`` stage (``hyperframe``, ``hf_pos``,
+``hf_len``). The sink copies each frame into a buffer sized for its group (so it
+holds at most one group, ``max_len`` frames) and hands a full group to the
+:class:`~hyperframes.store.writer.StoreWriter`, which encodes on a few threads and
+commits in order, one transaction per group.
+
+Example:
+    >>> report = (Pipeline.from_source(VideoSource("in.mp4"), batch_size=16)
+    ...           .group().to(StoreSink("in.hfs")).run())  # doctest: +SKIP
+    >>> report.output["ratio"]  # doctest: +SKIP
+    0.31
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..engine.frames import FrameSpec
+from ..errors import StoreError
+from ..io.base import Sink
+from .writer import StoreWriter
+
+
+class StoreSink(Sink):
+    """Packs frames tagged by ``Pipeline.group()`` into the store at ``path``.
+
+    Args:
+        path: the store folder.
+        tier: ``"lossless"`` (default), ``"psnr"`` or ``"keyframe"``.
+        psnr: the target in dB for ``tier="psnr"``.
+        level: zstd level.
+        grouping: the grouping options, recorded in the header (and checked on resume).
+        workers: encoding threads.
+        resume: continue a partial store; the source must start at its first missing frame.
+        overwrite: replace an existing store.
+
+    ``close(ok=True)`` returns a summary dict (frames, hyperframes, raw_bytes,
+    stored_bytes, ratio, psnr_min, resumed_from, path). After a failure the groups
+    already complete are kept and the store stays resumable.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        tier: str = "lossless",
+        psnr: float | None = None,
+        level: int = 3,
+        grouping: dict[str, Any] | None = None,
+        workers: int = 2,
+        resume: bool = False,
+        overwrite: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.options: dict[str, Any] = dict(
+            tier=tier, psnr=psnr, level=level, grouping=grouping, workers=workers,
+            resume=resume, overwrite=overwrite,
+        )  # fmt: skip
+        self._writer: StoreWriter | None = None
+        self._buffer: np.ndarray | None = None
+        self._pts: np.ndarray | None = None
+        self._filled = 0
+        self._tag: int | None = None
+        self._next = 0
+
+    def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
+        self._writer = StoreWriter(self.path, spec, info, **self.options)
+        self._next = self._writer.frames
+
+    def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
+        """Buffer the frames of the current hyperframe; hand each full one to the writer."""
+        writer = self._writer
+        if writer is None:
+            raise RuntimeError("StoreSink.write called before open()")
+        if "hf_pos" not in meta or "hf_len" not in meta or "hyperframe" not in meta:
+            raise ValueError(
+                "StoreSink needs frames tagged with their hyperframe; add .group() before "
+                ".to(StoreSink(...))"
+            )
+        if len(index) and int(index[0]) != self._next:
+            raise StoreError(
+                f"the store holds {self._next} frames, so the next frame must be {self._next}, "
+                f"got frame {int(index[0])}; restart the source at frame {self._next}"
+            )
+        pos, length, tags = meta["hf_pos"], meta["hf_len"], meta["hyperframe"]
+        pts = meta.get("pts")
+        for j in range(len(frames)):
+            if pos[j] == 0:
+                self._start(int(length[j]), int(tags[j]))
+            elif self._buffer is None or int(tags[j]) != self._tag or pos[j] != self._filled:
+                raise StoreError(
+                    f"frame {int(index[j])} is at position {int(pos[j])} of hyperframe "
+                    f"{int(tags[j])}, but the sink expected position {self._filled} of "
+                    f"{self._tag}; frames must arrive in order, tagged by .group()"
+                )
+            assert self._buffer is not None and self._pts is not None
+            self._buffer[self._filled] = frames[j]
+            self._pts[self._filled] = np.nan if pts is None else pts[j]
+            self._filled += 1
+            if self._filled == len(self._buffer):
+                writer.write_group(self._buffer, pts=self._pts)
+                self._buffer = self._pts = None
+        self._next += len(frames)
+
+    def close(self, *, ok: bool) -> dict[str, Any] | None:
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return None
+        if ok and self._buffer is not None:
+            writer.close(complete=False)
+            raise StoreError(
+                f"the input ended inside a hyperframe ({self._filled} of {len(self._buffer)} "
+                "frames); the store was kept without it and can be resumed"
+            )
+        state = writer.close(complete=ok)
+        if not ok:
+            return None
+        header = writer.header
+        raw = state.frames * header.spec.nbytes
+        return {
+            "path": str(self.path),
+            "frames": state.frames,
+            "hyperframes": state.groups,
+            "raw_bytes": raw,
+            "stored_bytes": state.stored_bytes,
+            "ratio": round(state.stored_bytes / raw, 6) if raw else None,
+            "psnr_min": state.psnr_min,
+            "resumed_from": writer.resumed_from,
+        }
+
+    def _start(self, length: int, tag: int) -> None:
+        if self._buffer is not None:
+            raise StoreError(
+                f"hyperframe {self._tag} ended after {self._filled} of its "
+                f"{len(self._buffer)} frames; frames must arrive in order, tagged by .group()"
+            )
+        writer = self._writer
+        assert writer is not None
+        spec = writer.header.spec
+        self._buffer = np.empty((length, *spec.shape), spec.dtype)
+        self._pts = np.empty(length, np.float64)
+        self._filled, self._tag = 0, tag
+
+    def __repr__(self) -> str:
+        return f"StoreSink({str(self.path)!r}, tier={self.options['tier']!r})"

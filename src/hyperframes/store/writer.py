@@ -1,0 +1,344 @@
+"""Writing a store: groups encoded on a few threads, committed in order, one per transaction.
+
+Every group is committed in its own LMDB transaction together with its group-table
+entry and the new state, so the store on disk is always a valid prefix of the
+sequence: a killed writer leaves whole groups only, and ``resume=True`` continues
+after the last one. Records are only ever appended (LMDB does not defragment large
+values, so the store never rewrites one).
+
+Example:
+    >>> with StoreWriter("clip.hfs", FrameSpec((72, 128, 3)), {"fps": 25.0}) as writer:
+    ...     writer.write_group(frames[0:4])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import math
+import os
+import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import lmdb
+import numpy as np
+
+from .._version import __version__
+from ..engine.frames import FrameSpec
+from ..errors import StoreError
+from ..hyper import decode_group, encode_group
+from . import _env
+from . import format as fmt
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX
+    fcntl = None  # type: ignore[assignment]
+
+WRITER_LOCK = "writer.lock"
+_STORE_FILES = frozenset({"data.mdb", "lock.mdb", WRITER_LOCK})
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    data: bytes
+    entry: fmt.GroupEntry
+    psnr_min: float
+
+
+class StoreWriter:
+    """Appends hyperframes to a new store, or to a partial one with ``resume=True``.
+
+    Args:
+        path: the store folder.
+        spec: shape and dtype of every frame.
+        info: the source's facts (JSON scalars are kept: fps, rate, time_base, ...).
+        tier: the codec tier, ``"lossless"`` (default), ``"psnr"`` or ``"keyframe"``.
+        psnr: the PSNR target in dB for ``tier="psnr"``.
+        level: zstd level, 1..22.
+        grouping: the grouping options, recorded in the header.
+        workers: encoding threads (zstd releases the GIL).
+        resume: continue a partial store with the same settings.
+        overwrite: replace an existing store at ``path``.
+
+    Raises:
+        FileExistsError: ``path`` exists and neither ``resume`` nor ``overwrite`` is set.
+        StoreError: resuming a store written with other settings, or one another process
+            is writing.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        spec: FrameSpec,
+        info: dict[str, Any] | None = None,
+        *,
+        tier: str = "lossless",
+        psnr: float | None = None,
+        level: int = 3,
+        grouping: dict[str, Any] | None = None,
+        workers: int = 2,
+        resume: bool = False,
+        overwrite: bool = False,
+    ) -> None:
+        if tier not in fmt.TIERS:
+            raise ValueError(f"tier must be one of {sorted(fmt.TIERS)}, got {tier!r}")
+        if (tier == "psnr") != (psnr is not None):
+            raise ValueError("pass psnr= exactly when tier='psnr' (e.g. tier='psnr', psnr=45)")
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self.path = Path(path)
+        self.header = fmt.StoreHeader(
+            spec, fmt.json_safe(dict(info or {})), tier, psnr, level, grouping, __version__
+        )
+        self._prepare(resume=resume, overwrite=overwrite)
+        self._handles = _env.acquire(self.path, writable=True, create=True)
+        self._env = self._handles.env
+        self._lock_fd: int | None = None
+        try:
+            self._lock_writer()
+            self.state = self._start(resume=resume)
+        except BaseException:
+            self._unlock()
+            _env.release(self.path)
+            raise
+        self.resumed_from = self.state.frames
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="hf-store-encode")
+        self._pending: collections.deque[Future[_Encoded]] = collections.deque()
+        self._limit = 2 * workers
+        self._next_first = self.state.frames
+        self._closed = False
+
+    # -- public --------------------------------------------------------------------------
+
+    @property
+    def frames(self) -> int:
+        """Frames committed or queued so far (the next group starts here)."""
+        return self._next_first
+
+    def write_group(self, frames: np.ndarray, *, pts: np.ndarray | None = None) -> None:
+        """Queue one hyperframe. ``frames`` is owned by the writer from now on (no copy).
+
+        Raises:
+            FrameError: frames of another spec (raised when its group is committed).
+            ValueError: an empty group or one longer than the codec allows.
+        """
+        if self._closed:
+            raise RuntimeError("this StoreWriter is closed")
+        spec = self.header.spec
+        if frames.shape[1:] != spec.shape or frames.dtype != spec.dtype:
+            raise ValueError(
+                f"the store holds frames of {spec.describe()}, got {frames.shape[1:]} "
+                f"{frames.dtype}"
+            )
+        count = len(frames)
+        if not 1 <= count <= fmt.MAX_GROUP_FRAMES:
+            raise ValueError(f"a group has 1..{fmt.MAX_GROUP_FRAMES} frames, got {count}")
+        times = np.full(count, np.nan) if pts is None else np.asarray(pts, np.float64)
+        if times.shape != (count,):
+            raise ValueError(f"pts must have one value per frame, got shape {times.shape}")
+        first, self._next_first = self._next_first, self._next_first + count
+        while len(self._pending) >= self._limit:
+            self._commit(self._pending.popleft().result())
+        self._pending.append(self._pool.submit(self._encode, frames, times, first))
+
+    def flush(self) -> None:
+        """Commit every queued group, in order."""
+        while self._pending:
+            self._commit(self._pending.popleft().result())
+
+    def close(self, *, complete: bool = True) -> fmt.StoreState:
+        """Commit what is queued and close; ``complete=False`` keeps the store resumable.
+
+        After a failure (``complete=False``) the groups already encoded are still
+        committed, in order, so a resume redoes as little as possible.
+        """
+        if self._closed:
+            return self.state
+        try:
+            try:
+                self.flush()
+            except BaseException:
+                if complete:
+                    raise
+            if complete:
+                self.state = self._put_state(
+                    fmt.StoreState(**{**self.state.__dict__, "complete": True})
+                )
+        finally:
+            self._closed = True
+            for future in self._pending:
+                future.cancel()
+            self._pool.shutdown(wait=True)
+            self._unlock()
+            _env.release(self.path)
+        return self.state
+
+    def __enter__(self) -> StoreWriter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close(complete=kind is None)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _prepare(self, *, resume: bool, overwrite: bool) -> None:
+        path = self.path
+        if not path.exists():
+            if not path.parent.is_dir():
+                raise FileNotFoundError(f"folder {str(path.parent)!r} does not exist")
+            return
+        if not path.is_dir():
+            raise FileExistsError(f"{str(path)!r} exists and is not a store folder")
+        names = {p.name for p in path.iterdir()}
+        if not names:
+            return
+        if not names <= _STORE_FILES:
+            raise FileExistsError(
+                f"{str(path)!r} is a folder that holds other files; choose a new path"
+            )
+        if overwrite and not resume:
+            if _env.is_open(path):
+                raise StoreError(f"store {str(path)!r} is open in this process; close it first")
+            shutil.rmtree(path)
+            return
+        if not resume:
+            raise FileExistsError(
+                f"store {str(path)!r} exists; pass resume=True to continue it or "
+                "overwrite=True to replace it"
+            )
+
+    def _lock_writer(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            return
+        fd = os.open(self.path / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreError(
+                f"another process is writing store {str(self.path)!r}; wait for it to finish"
+            ) from None
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing drops the flock
+            self._lock_fd = None
+
+    def _start(self, *, resume: bool) -> fmt.StoreState:
+        with self._env.begin() as txn:
+            raw_header = txn.get(fmt.HEADER_KEY)
+            raw_state = txn.get(fmt.STATE_KEY)
+        if raw_header is None:  # new, or killed before the first commit
+            state = fmt.StoreState()
+            with self._env.begin(write=True) as txn:
+                txn.put(fmt.HEADER_KEY, fmt.dump_json(self.header.to_json()))
+                txn.put(fmt.STATE_KEY, fmt.dump_state(state))
+            return state
+        if not resume:  # pragma: no cover - _prepare refused it
+            raise FileExistsError(f"store {str(self.path)!r} exists")
+        existing = fmt.parse_header(raw_header)
+        if not existing.same_encoding(self.header):
+            raise StoreError(
+                f"store {str(self.path)!r} was packed with other settings "
+                f"({_settings(existing)}) than this resume ({_settings(self.header)}); "
+                "resume with the same settings or pack again with overwrite"
+            )
+        self.header = existing
+        return fmt.parse_state(raw_state)
+
+    def _encode(self, frames: np.ndarray, pts: np.ndarray, first: int) -> _Encoded:
+        h = self.header
+        if h.tier == "psnr":
+            assert h.psnr is not None
+            group = encode_group(frames, tier="psnr", psnr=h.psnr, level=h.level)
+        else:
+            group = encode_group(frames, tier=h.tier, level=h.level)  # type: ignore[arg-type]
+        exact = group.tier == "lossless"
+        decoded = frames if exact else decode_group(group.data)
+        sums = tuple(fmt.checksum(frame) for frame in decoded)
+        entry = fmt.GroupEntry(
+            first, len(frames), len(group.data), fmt.checksum(group.data), sums,
+            tuple(pts.tolist()),
+        )  # fmt: skip
+        return _Encoded(group.data, entry, group.psnr_min)
+
+    def _commit(self, item: _Encoded) -> None:
+        state = self.state
+        group = state.groups
+        low = state.psnr_min
+        if math.isfinite(item.psnr_min):
+            low = item.psnr_min if low is None else min(low, item.psnr_min)
+        new = fmt.StoreState(
+            group + 1, state.frames + item.entry.count, state.stored_bytes + len(item.data),
+            False, low,
+        )  # fmt: skip
+        while True:
+            try:
+                with self._env.begin(write=True) as txn:
+                    current = fmt.parse_state(txn.get(fmt.STATE_KEY))
+                    if current.groups != group:
+                        raise StoreError(
+                            f"store {str(self.path)!r} changed under this writer (it holds "
+                            f"{current.groups} groups, expected {group}); another writer?"
+                        )
+                    key = fmt.group_key(group)
+                    txn.put(key, item.data, append=True, db=self._handles.records)
+                    txn.put(key, fmt.pack_entry(item.entry), append=True, db=self._handles.table)
+                    txn.put(fmt.STATE_KEY, fmt.dump_state(new))
+                break
+            except lmdb.MapFullError:
+                self._env.set_mapsize(self._env.info()["map_size"] * 2)
+        self.state = new
+
+    def _put_state(self, state: fmt.StoreState) -> fmt.StoreState:
+        with self._env.begin(write=True) as txn:
+            txn.put(fmt.STATE_KEY, fmt.dump_state(state))
+        return state
+
+    def __repr__(self) -> str:
+        return f"StoreWriter({str(self.path)!r}, frames={self.frames}, state={self.state})"
+
+
+def _settings(h: fmt.StoreHeader) -> str:
+    return f"{h.spec.describe()}, tier={h.tier}, psnr={h.psnr}, level={h.level}, {h.grouping}"
+
+
+def resume_point(path: str | os.PathLike[str]) -> tuple[int, bool]:
+    """``(frames committed, complete)`` of a store to resume; ``(0, False)`` when there is
+    none yet, or when a pack was killed before it wrote the header.
+
+    Raises:
+        StoreError, StoreCorrupt: a store that cannot be read.
+    """
+    folder = Path(path)
+    if not (folder / _env.DATA_FILE).is_file():
+        return 0, False
+    handles = _env.acquire(folder, writable=False)
+    try:
+        with handles.env.begin() as txn:
+            raw_header, raw_state = txn.get(fmt.HEADER_KEY), txn.get(fmt.STATE_KEY)
+        if raw_header is None and raw_state is None:
+            return 0, False
+        fmt.parse_header(raw_header)
+        state = fmt.parse_state(raw_state)
+        return state.frames, state.complete
+    finally:
+        _env.release(folder)
+
+
+def remove_store(path: str | os.PathLike[str]) -> None:
+    """Delete a store folder (only one that holds store files and nothing else)."""
+    folder = Path(path)
+    names = {p.name for p in folder.iterdir()}
+    if not names <= _STORE_FILES:
+        raise StoreError(f"{str(folder)!r} holds files that are not a store's; not removing it")
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(folder)

@@ -1,0 +1,218 @@
+"""Killed packs, resumed packs, readers beside a writer, and the store CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperframes.cli import store as cli
+from hyperframes.store import FrameStore
+from hyperframes.store.writer import resume_point
+
+CLI = """
+import argparse, sys
+from hyperframes.cli import store
+from hyperframes.cli.common import fail
+parser = argparse.ArgumentParser()
+store.register(parser.add_subparsers())
+args = parser.parse_args(sys.argv[1:])
+try:
+    sys.exit(args.run(args))
+except Exception as exc:
+    sys.exit(fail(exc))
+"""
+
+
+def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CLI, *argv], capture_output=True, text=True, timeout=120
+    )
+
+
+def call(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    result: int = args.run(args)
+    return result
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """200 frames of 192x128 FFV1 (lossless, so a resumed decode is bit-identical)."""
+    import av
+
+    path = tmp_path_factory.mktemp("media") / "clip.mkv"
+    rng = np.random.default_rng(3)
+    y, x = np.mgrid[0:128, 0:192]
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 192, 128, "bgr0"
+        for i in range(200):
+            frame = np.empty((128, 192, 3), np.uint8)
+            frame[..., 0] = (x * 2 + i * (i // 20)) % 256
+            frame[..., 1] = (y * 3 + i) % 256
+            frame[..., 2] = rng.integers(0, 256, (128, 192), dtype=np.uint8) // 32
+            out = av.VideoFrame.from_ndarray(frame, format="rgb24")
+            out.pts = i
+            container.mux(stream.encode(out))
+        container.mux(stream.encode(None))
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(video: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    path = tmp_path_factory.mktemp("ref") / "ref.hfs"
+    assert call("pack", str(video), str(path), "--max-len", "8", "--batch-size", "8") == 0
+    with FrameStore(path) as store:
+        return path, store[:]
+
+
+def _kill_and_resume(video: Path, tmp: Path, delay: float, expected: np.ndarray) -> int:
+    store = tmp / "killed.hfs"
+    args = ["pack", str(video), str(store), "--max-len", "8", "--batch-size", "8", "--json"]
+    child = subprocess.Popen([sys.executable, "-c", CLI, *args])
+    time.sleep(delay)  # a random moment in the pack, not a wait for a thread
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    committed, _ = resume_point(store)
+    if committed:
+        with FrameStore(store) as partial:
+            assert partial.verify() == []
+            assert np.array_equal(partial[:], expected[: len(partial)])
+    done = run_cli(*args, "--resume")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["frames"] == len(expected) and report["resumed_from"] == committed
+    with FrameStore(store) as resumed:
+        assert resumed.complete and resumed.verify() == []
+        assert np.array_equal(resumed[:], expected)
+    return committed
+
+
+def _trials(video: Path, tmp_path: Path, reference: tuple[Path, np.ndarray], seeds: range) -> None:
+    _, expected = reference
+    for seed in seeds:
+        delay = np.random.default_rng(seed).uniform(0.9, 1.9)  # ~startup..end of pack
+        folder = tmp_path / f"trial{seed}"
+        folder.mkdir()
+        committed = _kill_and_resume(video, folder, delay, expected)
+        print(f"trial {seed}: killed after {delay:.2f} s with {committed} frames committed")
+
+
+def test_kill_then_resume_gives_identical_frames(
+    video: Path, tmp_path: Path, reference: tuple[Path, np.ndarray]
+) -> None:
+    _trials(video, tmp_path, reference, range(3))
+
+
+@pytest.mark.slow
+def test_kill_then_resume_more_trials(
+    video: Path, tmp_path: Path, reference: tuple[Path, np.ndarray]
+) -> None:
+    _trials(video, tmp_path, reference, range(3, 15))
+
+
+WRITER = """
+import sys, numpy as np
+from hyperframes import FrameSpec
+from hyperframes.store import StoreWriter
+with StoreWriter(sys.argv[1], FrameSpec((16, 24, 3)), {"fps": 10.0}, workers=1) as writer:
+    for g in range(6):
+        frames = np.stack([np.full((16, 24, 3), 10 * g + j, np.uint8) for j in range(4)])
+        writer.write_group(frames)
+        writer.flush()
+        print(writer.frames, flush=True)
+        sys.stdin.readline()
+"""
+
+
+def test_reading_while_another_process_writes(tmp_path: Path) -> None:
+    path = tmp_path / "live.hfs"
+    child = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "4"
+        with FrameStore(path) as store:
+            assert len(store) == 4 and not store.complete
+            for g in range(1, 6):
+                child.stdin.write("\n")
+                child.stdin.flush()
+                assert int(child.stdout.readline()) == 4 * (g + 1)
+                assert len(store) == 4 * g  # a snapshot until refresh
+                assert store.refresh() == 4
+                assert int(store[-1][0, 0, 0]) == 10 * g + 3
+            assert store.verify() == []
+        child.stdin.write("\n")
+        child.stdin.close()
+        assert child.wait(timeout=30) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+    with FrameStore(path) as store:
+        assert store.complete and len(store) == 24
+
+
+def test_cli_unpack_frame_verify_and_info(
+    reference: tuple[Path, np.ndarray], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import cv2
+
+    path, expected = reference
+    assert cli.is_store(path) and cli.store_info(path)["frames"] == 200
+    assert call("frame", str(path), "-1", str(tmp_path / "last.png")) == 0
+    png = cv2.cvtColor(cv2.imread(str(tmp_path / "last.png")), cv2.COLOR_BGR2RGB)
+    assert np.array_equal(png, expected[-1])
+    assert call("unpack", str(path), str(tmp_path / "out.mkv")) == 0
+    assert call("unpack", str(path), str(tmp_path / "images")) == 0
+    assert len(list((tmp_path / "images").glob("*.png"))) == 200
+    capsys.readouterr()
+    assert call("verify", str(path), "--json") == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+def test_cli_verify_names_damaged_frames(
+    reference: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    import shutil
+
+    path = tmp_path / "copy.hfs"
+    shutil.copytree(reference[0], path)
+    with FrameStore(path) as store:
+        record = store._record(3, cached=False)
+        first, stop = store.groups.span(3)
+    data = bytearray((path / "data.mdb").read_bytes())
+    at = data.find(record[-300:])
+    data[at + 100] ^= 0x55
+    (path / "data.mdb").write_bytes(bytes(data))
+    done = run_cli("verify", str(path))
+    assert done.returncode == 1
+    assert f"{stop - first} of 200 frames are damaged: {first}, {first + 1}" in done.stderr
+    assert done.stderr.count("\n") == 1
+    missing = run_cli("verify", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and "not a hyperframes store" in missing.stderr
+
+
+def test_pack_json_report(video: Path, tmp_path: Path) -> None:
+    done = run_cli("pack", str(video), str(tmp_path / "p.hfs"), "--psnr", "40", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    keys = {"frames", "hyperframes", "raw_bytes", "stored_bytes", "ratio", "fps", "psnr_min"}
+    assert keys <= set(report)
+    assert report["frames"] == 200 and report["psnr_min"] >= 40
+    again = run_cli("pack", str(video), str(tmp_path / "p.hfs"))
+    assert again.returncode == 1 and "exists" in again.stderr
