@@ -26,7 +26,10 @@ from .errors import (
     StoreError,
 )
 from .io.base import Chunk, Sink, Source
+from .io.images import ImageSequenceSink, ImageSequenceSource
+from .io.video import VideoSink, VideoSource
 from .metrics.report import RunReport, StageReport
+from .store import FrameStore, StoreSink
 
 __all__ = [
     "Batch",
@@ -36,8 +39,11 @@ __all__ = [
     "FrameError",
     "FramePool",
     "FrameSpec",
+    "FrameStore",
     "FramesFailed",
     "HyperframesError",
+    "ImageSequenceSink",
+    "ImageSequenceSource",
     "MediaError",
     "Pipeline",
     "PoolExhausted",
@@ -49,6 +55,9 @@ __all__ = [
     "StageReport",
     "StoreCorrupt",
     "StoreError",
+    "StoreSink",
     "TaskGraph",
+    "VideoSink",
+    "VideoSource",
     "__version__",
 ]

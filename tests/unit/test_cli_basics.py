@@ -10,7 +10,14 @@ from hyperframes.cli import main
 
 def test_public_api_matches_all():
     public = {n for n in dir(hyperframes) if not n.startswith("_")} - {
-        "engine", "errors", "io", "metrics", "cli", "hyper", "store", "executors",
+        "engine",
+        "errors",
+        "io",
+        "metrics",
+        "cli",
+        "hyper",
+        "store",
+        "executors",
     }
     assert sorted(hyperframes.__all__) == hyperframes.__all__
     assert public <= set(hyperframes.__all__), public - set(hyperframes.__all__)
@@ -32,6 +39,15 @@ def test_demo_json_is_one_object(capsys):
 
 
 @pytest.mark.parametrize("bad", ["0", "100", "-1", "x"])
+def test_demo_on_the_bundled_clip_json(tmp_path, capsys):
+    out = tmp_path / "demo.mp4"
+    assert main(["demo", "--loop", "1", "--output", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["transcode"]["frames"] == 132
+    assert data["store"]["frames"] == 132 and data["store"]["frames_checked"] == 20
+    assert out.exists() and (tmp_path / "demo.hfs").exists()
+
+
 def test_bad_batch_size_is_a_usage_error(bad, capsys):
     with pytest.raises(SystemExit) as info:
         main(["demo", "--batch-size", bad])
@@ -41,7 +57,9 @@ def test_bad_batch_size_is_a_usage_error(bad, capsys):
 
 def test_console_script_help():
     out = subprocess.run(
-        [sys.executable, "-m", "hyperframes", "--help"], capture_output=True, text=True,
+        [sys.executable, "-m", "hyperframes", "--help"],
+        capture_output=True,
+        text=True,
         check=True,
     )
     assert "demo" in out.stdout

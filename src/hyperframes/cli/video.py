@@ -12,7 +12,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .. import FrameSpec, Pipeline
+from .. import FrameSpec, Pipeline, RunReport
 from ..io.loop import Looped
 from ..io.probe import probe
 from ..io.video import VideoSink, VideoSource
@@ -34,7 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stop", type=int, default=None, help="one past the last frame index")
     p.add_argument("--loop", type=positive_int, default=1, help="play the input N times")
     p.add_argument(
-        "--on-corrupt", choices=("fail", "skip"), default="fail",
+        "--on-corrupt",
+        choices=("fail", "skip"),
+        default="fail",
         help="a frame that cannot be decoded: fail with its index, or skip and report it",
     )
     add_run_options(p)
@@ -71,8 +73,13 @@ def frame_size(text: str) -> tuple[int, int]:
 
 def sink_for(args: argparse.Namespace, **extra: Any) -> VideoSink:
     return VideoSink(
-        args.output, codec=args.codec, crf=args.crf, preset=args.preset,
-        pix_fmt=args.pix_fmt, overwrite=args.overwrite, **extra,
+        args.output,
+        codec=args.codec,
+        crf=args.crf,
+        preset=args.preset,
+        pix_fmt=args.pix_fmt,
+        overwrite=args.overwrite,
+        **extra,
     )
 
 
@@ -99,12 +106,18 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_transcode(args: argparse.Namespace) -> int:
+    report, extra = transcode(args)
+    emit_report(args, report, **extra)
+    return 0
+
+
+def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
+    """Run the transcode described by ``args``; returns the report and extra figures."""
     if Path(args.input).resolve() == Path(args.output).resolve():
         raise ValueError("the output is the input; write to another path")
 
     def make() -> VideoSource:
-        return VideoSource(args.input, start=args.start, stop=args.stop,
-                           on_corrupt=args.on_corrupt)
+        return VideoSource(args.input, start=args.start, stop=args.stop, on_corrupt=args.on_corrupt)
 
     source = make() if args.loop == 1 else Looped(make, times=args.loop)
     sink = sink_for(args)
@@ -118,9 +131,7 @@ def run_transcode(args: argparse.Namespace) -> int:
     finally:
         bar.finish()
     skipped = getattr(source, "skipped", [])
-    extra = {"skipped_frames": skipped} if skipped else {}
-    emit_report(args, report, **extra)
-    return 0
+    return report, ({"skipped_frames": skipped} if skipped else {})
 
 
 def load_function(spec: str) -> Any:
@@ -144,7 +155,10 @@ def run_render(args: argparse.Namespace) -> int:
     width, height = args.size
     sink = sink_for(args, fps=args.fps)
     pipeline = Pipeline.from_generator(
-        fn, count=args.frames, spec=FrameSpec((height, width, 3)), workers=args.workers,
+        fn,
+        count=args.frames,
+        spec=FrameSpec((height, width, 3)),
+        workers=args.workers,
         batch_size=args.batch_size or 16,
     )
     bar = progress_for(args, "render")
