@@ -9,6 +9,7 @@ Example:
 """
 
 from ._version import __version__
+from .analysis import Analysis, analyze
 from .engine.dag import TaskGraph
 from .engine.frames import Batch, FramePool, FrameSpec
 from .engine.pipeline import Pipeline
@@ -32,6 +33,7 @@ from .metrics.report import RunReport, StageReport
 from .store import FrameStore, StoreSink
 
 __all__ = [
+    "Analysis",
     "Batch",
     "Chunk",
     "CorruptFrame",
@@ -60,4 +62,5 @@ __all__ = [
     "VideoSink",
     "VideoSource",
     "__version__",
+    "analyze",
 ]

@@ -18,6 +18,8 @@ def test_public_api_matches_all():
         "hyper",
         "store",
         "executors",
+        "analysis",
+        "gpu",
     }
     assert sorted(hyperframes.__all__) == hyperframes.__all__
     assert public <= set(hyperframes.__all__), public - set(hyperframes.__all__)
