@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,dev,demo]'
+	$(BIN)/pip install --quiet -e '.[test,dev,demo,plot]'
 	touch $(STAMP)
 
 demo: $(STAMP)
