@@ -252,3 +252,26 @@ def test_same_output_for_any_workers_and_batch_size():
         results.append(out)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], results[2])
+
+
+def test_reuse_with_workers_splits_the_computed_frames_and_keeps_results():
+    frames = scenes([20, 20, 20], noise=40, seed=5)  # noisy: most frames are computed
+    threads = set()
+    lock = threading.Lock()
+
+    def scene_of(batch):
+        with lock:
+            threads.add(threading.current_thread().name)
+        return [int(f[0, 0, 0]) for f in batch]
+
+    sink = Rows("scene")
+    report = (
+        Pipeline.from_frames(frames, batch_size=16)
+        .group(threshold=0.5, min_len=1, max_len=60)
+        .map(scene_of, reuse="base", reuse_psnr=60, workers=2, into="scene")
+        .to(sink)
+        .run()
+    )
+    assert sink.values == [int(f[0, 0, 0]) for f in frames]
+    assert report.extra["map:scene_of"]["computed"] == len(frames)
+    assert len(threads) == 2

@@ -184,9 +184,12 @@ class Pipeline:
         make_strategy = None
         if reuse == "base":
             bound = mse_bound(reuse_psnr=reuse_psnr, reuse_mse=reuse_mse)
+            split, workers = workers, 1  # one thread keeps order; `split` compute at once
             make_strategy = lambda: ReuseStrategy(  # noqa: E731
-                bound, verify_every=verify_every, stage=label
+                bound, verify_every=verify_every, stage=label, split=split
             )
+        else:
+            split = 1
 
         stages.append(
             Stage(
@@ -200,6 +203,7 @@ class Pipeline:
                 ordered=stateful,
                 faults=faults,
                 make_strategy=make_strategy,
+                split=split,
             )
         )
         return dataclasses.replace(self, stages=(*self.stages, *stages))

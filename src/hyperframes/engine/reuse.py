@@ -6,6 +6,9 @@ MSE, pixels in 0..1) is within the reuse bound. Members outside the bound are co
 A result is only ever shared from a base of the same hyperframe, checked by distance:
 never across a hyperframe boundary, never unverified.
 
+The stage keeps its state on one thread, in input order; the frames it must compute are
+split into ``workers`` chunks computed at once, so a costly function still uses every core.
+
 With ``verify_every=k`` every k-th shared result is computed anyway; the report gives
 the measured error (PSNR of shared vs computed frames, or the share of per-frame values
 that differed).
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -40,7 +44,9 @@ def mse_bound(*, reuse_psnr: float | None, reuse_mse: float | None) -> float:
 class ReuseStrategy:
     """Per-run state of a reusing stage (an ``engine.stage.Strategy``)."""
 
-    def __init__(self, bound: float, *, verify_every: int | None, stage: str) -> None:
+    def __init__(
+        self, bound: float, *, verify_every: int | None, stage: str, split: int = 1
+    ) -> None:
         if verify_every is not None and verify_every < 1:
             raise ValueError(f"verify_every must be at least 1, got {verify_every}")
         self.bound = bound
@@ -54,7 +60,9 @@ class ReuseStrategy:
         self._group = -1
         self._base: np.ndarray | None = None
         self._base_result: Any = None
+        self.split = split
         self._scratch: FramePool | None = None
+        self._threads: ThreadPoolExecutor | None = None
 
     def summary(self) -> dict[str, Any]:
         total = self.computed + self.reused
@@ -124,17 +132,32 @@ class ReuseStrategy:
     def _compute_rows(
         self, batch: Batch, rows: list[int], compute: Callable[[Batch], Any]
     ) -> dict[int, Any]:
-        """Results of the given rows, by row; rows that failed for good are absent."""
+        """Results of the given rows, by row; rows that failed for good are absent.
+
+        The rows are copied into scratch slots, ``split`` chunks computed at once.
+        """
         if not rows:
             return {}
-        if len(rows) == batch.count:
-            ids = batch.index.copy()
-            out = compute(batch)  # may drop failed frames from the batch
-            by_id = {int(i): r for i, r in zip(batch.index.tolist(), _rows(out), strict=True)}
-            return {j: by_id[int(ids[j])] for j in range(len(ids)) if int(ids[j]) in by_id}
         if self._scratch is None:
             pool = batch.pool
-            self._scratch = FramePool(pool.spec, batch_size=pool.batch_size, slots=1, name="reuse")
+            self._scratch = FramePool(
+                pool.spec, batch_size=pool.batch_size, slots=self.split, name="reuse"
+            )
+        size = -(-len(rows) // self.split)
+        chunks = [rows[k : k + size] for k in range(0, len(rows), size)]
+        if len(chunks) == 1:
+            return self._compute_chunk(batch, chunks[0], compute)
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(self.split, thread_name_prefix=f"hf-{self.stage}")
+        out: dict[int, Any] = {}
+        for part in self._threads.map(lambda c: self._compute_chunk(batch, c, compute), chunks):
+            out.update(part)
+        return out
+
+    def _compute_chunk(
+        self, batch: Batch, rows: list[int], compute: Callable[[Batch], Any]
+    ) -> dict[int, Any]:
+        assert self._scratch is not None
         slot = self._scratch.acquire(holder=self.stage)
         try:
             sub = Batch(
@@ -150,6 +173,12 @@ class ReuseStrategy:
         finally:
             self._scratch.release(slot)
         return {j: by_id[int(batch.index[j])] for j in rows if int(batch.index[j]) in by_id}
+
+    def close(self) -> None:
+        """Stop the threads that compute chunks (called at the end of a run)."""
+        if self._threads is not None:
+            self._threads.shutdown(wait=True)
+            self._threads = None
 
     def _assemble(
         self, batch: Batch, source: list[int | None], computed: dict[int, Any], carried: Any

@@ -282,6 +282,8 @@ class Runner:
                 self._fail(exc)
             finally:
                 self._join(threads)
+                for stage in self.stages:
+                    stage.finish()
                 for batch in self._reorder.drain():
                     batch.release()
                 if self._error is not None:

@@ -91,6 +91,7 @@ class Stage:
         make_stream: makes the state of a stream stage, fresh for each run (then ``fn``
             is not used and the stage is ordered).
         make_strategy: makes the per-run state of a compute strategy such as reuse.
+        split: calls of ``fn`` the strategy may make at once on parts of one batch.
     """
 
     name: str
@@ -104,6 +105,7 @@ class Stage:
     faults: FaultPolicy | None = None
     make_stream: Callable[[], Stream] | None = None
     make_strategy: Callable[[], Strategy] | None = None
+    split: int = 1
     stream: Stream | None = field(default=None, init=False, repr=False)
     strategy: Strategy | None = field(default=None, init=False, repr=False)
     _run_fn: Callable[..., Any] | None = field(default=None, init=False, repr=False)
@@ -135,9 +137,17 @@ class Stage:
         self._allocate = executor.allocate
         self._run_fn = None
         if self.fn is not None:
-            self._run_fn = executor.remote(self.fn, stage=self.name, workers=self.workers)
+            self._run_fn = executor.remote(
+                self.fn, stage=self.name, workers=self.workers * self.split
+            )
         self.stream = None if self.make_stream is None else self.make_stream()
         self.strategy = None if self.make_strategy is None else self.make_strategy()
+
+    def finish(self) -> None:
+        """End of a run: stop what the strategy started (its threads)."""
+        close = getattr(self.strategy, "close", None)
+        if close is not None:
+            close()
 
     @property
     def out_pool(self) -> FramePool | None:
