@@ -152,7 +152,8 @@ def test_reuse_bound_is_verified_per_frame():
     )
     figures = report.extra["map:<lambda>"]
     assert report.extra["group"]["hyperframes"] == 1
-    assert figures["computed"] >= 20  # the drifted frames are outside the bound
+    # frame 30 is outside the bound of base 0: it is computed and becomes the next base
+    assert 2 <= figures["computed"] <= 15
     assert figures["verified"] >= 3 and figures["verify_psnr_min"] >= 35
     out = np.concatenate(sink.frames).astype(float)
     exact = (frames // 2).astype(float)

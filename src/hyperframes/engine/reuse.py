@@ -2,7 +2,9 @@
 
 Inside a hyperframe (tagged by ``.group()``), the first frame is the *base*: ``fn`` runs
 on it, and its result is shared by each later member whose distance to the base (exact
-MSE, pixels in 0..1) is within the reuse bound. Members outside the bound are computed.
+MSE, pixels in 0..1) is within the reuse bound. A member outside the bound is computed and
+becomes the base for the members after it, so slow drift inside a hyperframe costs one
+call per step of the bound, not one per frame.
 A result is only ever shared from a base of the same hyperframe, checked by distance:
 never across a hyperframe boundary, never unverified.
 
@@ -102,6 +104,8 @@ class ReuseStrategy:
                 continue
             assert self._base is not None
             if frame_mse(frames[j], self._base) > self.bound:
+                # too far from the base: computed, and the base for the members after it
+                self._base, base_row = frames[j].copy(), j
                 need.append(j)
                 continue
             if base_row is None and carried is None:  # its base failed for good
