@@ -17,6 +17,7 @@ from ..io.loop import Looped
 from ..io.probe import probe
 from ..io.video import VideoSink, VideoSource
 from .common import add_run_options, emit_report, positive_int, progress_for
+from .observe import add_observe_options, finish_observe, monitors_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fps", type=float, default=30.0)
     add_encoder_options(p)
     add_run_options(p)
+    add_observe_options(p)
     p.set_defaults(run=run_render)
 
 
@@ -125,13 +127,11 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     if args.size:
         width, height = args.size
         pipeline = pipeline.map(resize_stage(width, height), workers=args.workers, name="resize")
-    bar = progress_for(args, "transcode")
-    try:
-        report = pipeline.to(sink).run(progress=bar)
-    finally:
-        bar.finish()
+    report, extra = observed_run(args, pipeline.to(sink), "transcode")
     skipped = getattr(source, "skipped", [])
-    return report, ({"skipped_frames": skipped} if skipped else {})
+    if skipped:
+        extra["skipped_frames"] = skipped
+    return report, extra
 
 
 def load_function(spec: str) -> Any:
@@ -161,10 +161,21 @@ def run_render(args: argparse.Namespace) -> int:
         workers=args.workers,
         batch_size=args.batch_size or 16,
     )
-    bar = progress_for(args, "render")
+    report, written = observed_run(args, pipeline.to(sink), "render")
+    emit_report(args, report, **written)
+    return 0
+
+
+def observed_run(
+    args: argparse.Namespace, pipeline: Pipeline, label: str
+) -> tuple[RunReport, dict[str, Any]]:
+    """Run with the progress bar and the monitors the observe options ask for
+    (``--metrics-port``, ``--report``, ``--plot-dir``); returns the report and what the
+    monitors wrote where."""
+    monitor = monitors_for(args)
+    bar = progress_for(args, label)
     try:
-        report = pipeline.to(sink).run(progress=bar)
+        report = pipeline.run(progress=bar, monitor=monitor)
     finally:
         bar.finish()
-    emit_report(args, report)
-    return 0
+    return report, finish_observe(args, monitor, report)

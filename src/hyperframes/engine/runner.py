@@ -268,9 +268,9 @@ class Runner:
         start = self._start = time.perf_counter()
         output: Any = None
         delivered = 0
-        if self.monitor is not None:
-            self.monitor.start(self.snapshot)
         try:
+            if self.monitor is not None:
+                self.monitor.start(self.snapshot)
             self.source.open()
             try:
                 for t in threads:

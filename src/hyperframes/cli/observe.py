@@ -1,0 +1,147 @@
+"""The observability options of long commands: ``--metrics-port``, ``--report``, ``--plot-dir``.
+
+A command adds the options, builds one monitor from them, passes it to the run and
+writes the files afterwards::
+
+    add_observe_options(parser)
+    ...
+    monitor = monitors_for(args)
+    report = pipeline.run(progress=bar, monitor=monitor)
+    written = finish_observe(args, monitor, report)   # {"report": path, "plots": [...]}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import RunReport
+from ..engine.runner import Monitor
+from ..metrics.prometheus import DEFAULT_HOST, PrometheusExporter
+from ..metrics.timeline import Timeline, require_plotting
+
+
+class Monitors:
+    """Several monitors as one: started in order, stopped in reverse order.
+
+    Every part is stopped even if one fails to stop; the first such error is re-raised.
+    """
+
+    def __init__(self, parts: list[Monitor]) -> None:
+        self.parts = list(parts)
+
+    def start(self, snapshot: Callable[[], dict[str, Any]]) -> None:
+        started: list[Monitor] = []
+        try:
+            for part in self.parts:
+                part.start(snapshot)
+                started.append(part)
+        except BaseException:
+            for part in reversed(started):
+                part.stop(None)
+            raise
+
+    def stop(self, report: RunReport | None) -> None:
+        error: BaseException | None = None
+        for part in reversed(self.parts):
+            try:
+                part.stop(report)
+            except BaseException as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+
+    def find(self, kind: type) -> Any:
+        """The first part of type ``kind``, or None."""
+        return next((p for p in self.parts if isinstance(p, kind)), None)
+
+
+class _Announce:
+    """Tells the user on stderr where the metrics are, once the exporter is serving."""
+
+    def __init__(self, exporter: PrometheusExporter) -> None:
+        self.exporter = exporter
+
+    def start(self, snapshot: Callable[[], dict[str, Any]]) -> None:
+        print(f"hyperframes: serving metrics at {self.exporter.url}", file=sys.stderr)
+
+    def stop(self, report: RunReport | None) -> None:
+        return None
+
+
+def port_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"port must be between 0 and 65535, got {value}; 0 picks a free port"
+        )
+    return value
+
+
+def add_observe_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--metrics-port``, ``--metrics-host``, ``--report`` and ``--plot-dir``."""
+    group = parser.add_argument_group("observability")
+    group.add_argument(
+        "--metrics-port",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics on this port while the run goes (0: a free port)",
+    )
+    group.add_argument(
+        "--metrics-host",
+        default=DEFAULT_HOST,
+        metavar="HOST",
+        help=f"address for --metrics-port (default {DEFAULT_HOST}, this machine only)",
+    )
+    group.add_argument("--report", default=None, metavar="PATH", help="save the report as JSON")
+    group.add_argument(
+        "--plot-dir",
+        default=None,
+        metavar="DIR",
+        help="write PNGs of stage utilisation and queue depth over time (needs matplotlib)",
+    )
+
+
+def monitors_for(args: argparse.Namespace, *, interval_s: float = 0.5) -> Monitors | None:
+    """The monitor the options ask for, or None. Fails now if an optional package is missing.
+
+    Raises:
+        ImportError: ``--metrics-port`` without prometheus_client, or ``--plot-dir``
+            without matplotlib (the message says what to install).
+    """
+    parts: list[Monitor] = []
+    port = getattr(args, "metrics_port", None)
+    if port is not None:
+        exporter = PrometheusExporter(port=port, host=getattr(args, "metrics_host", DEFAULT_HOST))
+        parts += [exporter, _Announce(exporter)]
+    if getattr(args, "plot_dir", None):
+        require_plotting()
+        parts.append(Timeline(interval_s=interval_s))
+    return Monitors(parts) if parts else None
+
+
+def finish_observe(
+    args: argparse.Namespace, monitor: Monitors | None, report: RunReport
+) -> dict[str, Any]:
+    """Write ``--report`` and ``--plot-dir`` after a run; returns what was written where."""
+    written: dict[str, Any] = {}
+    if getattr(args, "report", None):
+        path = Path(args.report)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.partial")
+        temporary.write_text(json.dumps(report.to_dict(), indent=2, default=str) + "\n")
+        os.replace(temporary, path)
+        written["report"] = str(path)
+    timeline = monitor.find(Timeline) if monitor is not None else None
+    if timeline is not None and getattr(args, "plot_dir", None):
+        written["plots"] = [str(p) for p in timeline.write_plots(args.plot_dir)]
+    return written

@@ -1,0 +1,325 @@
+"""Serve a run's live figures to Prometheus, read from the run's snapshot at scrape time.
+
+:class:`PrometheusExporter` is a :class:`~hyperframes.engine.runner.Monitor`: ``start``
+opens an HTTP endpoint (``/metrics``, bound to 127.0.0.1 unless told otherwise) with a
+private registry, and ``stop`` shuts it down and joins its thread. Nothing is counted in
+the hot path: each scrape calls the run's ``snapshot()`` once and turns it into metric
+families (:func:`metric_rows`, a pure function). Figures that stages add under
+``extra`` flow through on their own: known ones (grouping, reuse, cache tiers) get
+their own names, every other number becomes ``hyperframes_stage_figure``.
+
+Example:
+    >>> exporter = PrometheusExporter(port=9464)
+    >>> report = pipeline.run(monitor=exporter)  # doctest: +SKIP
+
+Note:
+    A scrape costs one snapshot (tens of microseconds); ``docs/observability.md`` has
+    the measured overhead of a run with the exporter against one without.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from socketserver import ThreadingMixIn
+from typing import Any, Literal
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from .report import RunReport
+
+DEFAULT_HOST = "127.0.0.1"
+POLL_S = 0.05
+"""How often the server loop checks for ``stop``: the most ``stop`` waits for it (the
+standard 0.5 s would add a quarter of a second to every run on average)."""
+INSTALL = "pip install 'hyperframes-engine[metrics]' (or pip install prometheus-client)"
+
+Kind = Literal["counter", "gauge"]
+Snapshot = Callable[[], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """One exported metric: its full exposition name, type, labels and meaning."""
+
+    name: str
+    kind: Kind
+    labels: tuple[str, ...]
+    help: str
+
+
+def _m(name: str, kind: Kind, labels: tuple[str, ...], text: str) -> MetricDef:
+    return MetricDef(f"hyperframes_{name}", kind, labels, text)
+
+
+_S, _P = ("stage",), ("pool",)
+METRICS: tuple[MetricDef, ...] = (
+    _m("run_elapsed_seconds", "gauge", (), "Seconds since the run started"),
+    _m("frames_delivered_total", "counter", (), "Frames written to the sink"),
+    _m("frames_expected", "gauge", (), "Frames the source will give, when known"),
+    _m("batch_size_frames", "gauge", (), "Frames per batch"),
+    _m("stage_workers", "gauge", _S, "Worker threads of a stage"),
+    _m("stage_frames_total", "counter", _S, "Frames a stage has handled"),
+    _m("stage_batches_total", "counter", _S, "Batches a stage has handled"),
+    _m("stage_busy_seconds_total", "counter", _S, "Seconds in the stage function, all workers"),
+    _m(
+        "stage_wait_seconds_total",
+        "counter",
+        ("stage", "direction"),
+        "Seconds waiting for work (in) or to hand work on (out), all workers",
+    ),
+    _m("stage_queue_depth_batches", "gauge", _S, "Batches waiting in a stage's input queue"),
+    _m("stage_queue_capacity_batches", "gauge", _S, "Capacity of a stage's input queue"),
+    _m("pool_slots", "gauge", _P, "Batch slots of a frame pool"),
+    _m("pool_slots_in_use", "gauge", _P, "Slots of a pool held by batches now"),
+    _m("pool_slots_high_water", "gauge", _P, "Most slots of a pool held at once"),
+    _m("pool_slot_bytes", "gauge", _P, "Bytes of one slot of a pool"),
+    _m("reorder_depth_batches", "gauge", (), "Batches the sink holds back to restore order"),
+    _m(
+        "head_of_line_wait_seconds_total",
+        "counter",
+        (),
+        "Seconds the sink waited for a missing batch while later ones were ready",
+    ),
+    _m("failed_frames_total", "counter", (), "Frames that failed for good (dead letters)"),
+    _m("hyperframes_total", "counter", _S, "Hyperframes (groups) formed by a grouping stage"),
+    _m("hyperframe_mean_length_frames", "gauge", _S, "Mean frames per hyperframe"),
+    _m("hyperframe_merge_ratio", "gauge", _S, "Share of frames merged into another's group"),
+    _m(
+        "reuse_frames_total",
+        "counter",
+        ("stage", "result"),
+        "Frames whose result was computed or reused from their hyperframe's base",
+    ),
+    _m("psnr_db", "gauge", _S, "PSNR a stage reports (moving average where it keeps one)"),
+    _m("cache_hits_total", "counter", ("stage", "tier"), "Cache hits per tier"),
+    _m("cache_misses_total", "counter", ("stage", "tier"), "Cache misses per tier"),
+    _m("stage_figure", "gauge", ("stage", "figure"), "Any other number a stage reports"),
+)
+BY_NAME = {m.name: m for m in METRICS}
+
+#: Figures of ``extra`` with a metric of their own: figure key -> (metric, extra labels).
+_KNOWN: dict[str, tuple[str, dict[str, str]]] = {
+    "hyperframes": ("hyperframes_hyperframes_total", {}),
+    "mean_length": ("hyperframes_hyperframe_mean_length_frames", {}),
+    "merge_rate": ("hyperframes_hyperframe_merge_ratio", {}),
+    "computed": ("hyperframes_reuse_frames_total", {"result": "computed"}),
+    "reused": ("hyperframes_reuse_frames_total", {"result": "reused"}),
+    "psnr_db": ("hyperframes_psnr_db", {}),
+    "psnr_mean_db": ("hyperframes_psnr_db", {}),
+}
+
+
+@dataclass
+class MetricRow:
+    """The samples of one metric in one scrape: ``(label values, value)`` pairs."""
+
+    spec: MetricDef
+    samples: list[tuple[tuple[str, ...], float]] = field(default_factory=list)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _extra_samples(stage: str, figures: dict[str, Any]) -> Iterator[tuple[str, dict, float]]:
+    """``(metric, labels, value)`` for each number in one stage's ``extra`` figures."""
+    for key, value in figures.items():
+        if isinstance(value, dict):  # a cache tier {"hits", "misses", ...}, or a sub-topic
+            for sub, inner in value.items():
+                number = _number(inner)
+                if number is None:
+                    continue
+                if sub in ("hits", "misses"):
+                    yield f"hyperframes_cache_{sub}_total", {"stage": stage, "tier": key}, number
+                else:
+                    labels = {"stage": stage, "figure": f"{key}_{sub}"}
+                    yield "hyperframes_stage_figure", labels, number
+            continue
+        number = _number(value)
+        if number is None:
+            continue
+        if key in _KNOWN:
+            name, labels = _KNOWN[key]
+            yield name, {"stage": stage, **labels}, number
+        else:
+            yield "hyperframes_stage_figure", {"stage": stage, "figure": key}, number
+
+
+def metric_rows(snap: dict[str, Any]) -> list[MetricRow]:
+    """Turn one ``Runner.snapshot()`` into metric rows (pure: no threads, no client)."""
+    rows = {m.name: MetricRow(m) for m in METRICS}
+
+    def put(name: str, value: Any, **labels: str) -> None:
+        number = _number(value)
+        if number is not None:
+            row = rows[name]
+            row.samples.append((tuple(labels[k] for k in row.spec.labels), number))
+
+    put("hyperframes_run_elapsed_seconds", snap.get("elapsed_s"))
+    put("hyperframes_frames_delivered_total", snap.get("frames"))
+    put("hyperframes_frames_expected", snap.get("total"))
+    put("hyperframes_batch_size_frames", snap.get("batch_size"))
+    for st in snap.get("stages", ()):
+        name = str(st["name"])
+        put("hyperframes_stage_workers", st.get("workers"), stage=name)
+        put("hyperframes_stage_frames_total", st.get("frames"), stage=name)
+        put("hyperframes_stage_batches_total", st.get("batches"), stage=name)
+        put("hyperframes_stage_busy_seconds_total", st.get("busy_s"), stage=name)
+        for direction in ("in", "out"):
+            put(
+                "hyperframes_stage_wait_seconds_total",
+                st.get(f"wait_{direction}_s"),
+                stage=name,
+                direction=direction,
+            )
+        if st.get("queue_capacity"):  # the source has no input queue
+            put("hyperframes_stage_queue_depth_batches", st.get("queue_depth"), stage=name)
+            put("hyperframes_stage_queue_capacity_batches", st.get("queue_capacity"), stage=name)
+    for pool in snap.get("pools", ()):
+        name = str(pool["name"])
+        put("hyperframes_pool_slots", pool.get("slots"), pool=name)
+        put("hyperframes_pool_slots_in_use", pool.get("in_use"), pool=name)
+        put("hyperframes_pool_slots_high_water", pool.get("high_water"), pool=name)
+        put("hyperframes_pool_slot_bytes", pool.get("slot_bytes"), pool=name)
+    put("hyperframes_reorder_depth_batches", snap.get("reorder_depth"))
+    put("hyperframes_head_of_line_wait_seconds_total", snap.get("head_of_line_wait_s"))
+    put("hyperframes_failed_frames_total", snap.get("failures"))
+    for stage, figures in (snap.get("extra") or {}).items():
+        if isinstance(figures, dict):
+            for name, labels, value in _extra_samples(str(stage), figures):
+                put(name, value, **labels)
+    return [row for row in rows.values() if row.samples]
+
+
+def _client() -> Any:
+    """The ``prometheus_client`` module: the one place it is imported."""
+    try:
+        import prometheus_client.core
+    except ImportError as exc:
+        raise ImportError(f"--metrics-port needs prometheus_client: {INSTALL}") from exc
+    return prometheus_client
+
+
+class SnapshotCollector:
+    """A ``prometheus_client`` collector that reads the run's snapshot at each scrape."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot: Snapshot | None = snapshot
+
+    def detach(self) -> None:
+        """Stop reading the run (after it ended): later scrapes return nothing."""
+        self._snapshot = None
+
+    def describe(self) -> list[Any]:
+        return []  # names are fixed by METRICS; no scrape at registration
+
+    def collect(self) -> Iterator[Any]:
+        snapshot = self._snapshot
+        if snapshot is None:
+            return
+        core = _client().core
+        for row in metric_rows(snapshot()):
+            spec = row.spec
+            counter = spec.kind == "counter"
+            family_type = core.CounterMetricFamily if counter else core.GaugeMetricFamily
+            family = family_type(spec.name, spec.help, labels=list(spec.labels))
+            for values, value in row.samples:
+                family.add_metric(list(values), value)
+            yield family
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """Serves requests without a log line on stderr per scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _ThreadingServer6(_ThreadingServer):
+    address_family = socket.AF_INET6
+
+
+def _server_class(host: str) -> type[WSGIServer]:
+    return _ThreadingServer6 if ":" in host else _ThreadingServer
+
+
+class PrometheusExporter:
+    """A monitor that serves the run's figures at ``http://HOST:PORT/metrics``.
+
+    Args:
+        port: TCP port; 0 picks a free one (see :attr:`port` after ``start``).
+        host: address to bind; 127.0.0.1 (this machine only) by default. Use 0.0.0.0
+            only on a trusted network: the endpoint has no authentication.
+
+    Raises:
+        ImportError: ``prometheus_client`` is not installed (says how to install it).
+    """
+
+    def __init__(self, *, port: int = 0, host: str = DEFAULT_HOST) -> None:
+        if not 0 <= int(port) <= 65535:
+            raise ValueError(f"port must be between 0 and 65535, got {port}")
+        _client()  # fail now, before a run, if the client is missing
+        self.host = host
+        self.requested_port = int(port)
+        self.port: int | None = None
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._collector: SnapshotCollector | None = None
+
+    @property
+    def url(self) -> str:
+        """Where the metrics are served (after ``start``)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+    def start(self, snapshot: Snapshot) -> None:
+        """Register a fresh collector in a private registry and start serving."""
+        if self._server is not None:
+            raise RuntimeError("this exporter is already serving a run; make one per run")
+        client = _client()
+        registry = client.CollectorRegistry(auto_describe=False)
+        self._collector = SnapshotCollector(snapshot)
+        registry.register(self._collector)
+        try:
+            server = make_server(
+                self.host,
+                self.requested_port,
+                client.make_wsgi_app(registry),
+                server_class=_server_class(self.host),
+                handler_class=_QuietHandler,
+            )
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"cannot serve metrics on {self.host}:{self.requested_port}: {exc.strerror}; "
+                "choose another --metrics-port (0 picks a free one)",
+            ) from exc
+        thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": POLL_S},
+            name="hf-metrics-http",
+            daemon=True,
+        )
+        thread.start()
+        self._server, self._thread = server, thread
+        self.port = int(server.server_address[1])
+
+    def stop(self, report: RunReport | None) -> None:
+        """Stop serving, close the socket and join the server thread."""
+        if self._collector is not None:
+            self._collector.detach()
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if thread is not None:
+            thread.join()
