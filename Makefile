@@ -11,14 +11,14 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,dev,demo,plot]'
+	$(BIN)/pip install --quiet -e '.[test,dev,demo,plot,ray,gpu]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/hyperframes demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not ray" tests
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q tests

@@ -119,29 +119,12 @@ class Runner:
         self.source = source
         self.executor = executor or ThreadExecutor()
         self.stages = list(stages)
-        for stage in self.stages:
-            stage.reset(self.executor)
         self.sink = sink
-        self.slots = default_slots(self.stages) if slots is None else int(slots)
-        needed = held_slots(self.stages) + 1
-        if self.slots < needed:
-            raise ValueError(
-                f"slots must be at least {needed} here (ordered stages hold up to "
-                f"{needed - 1} batches), got {slots}; leave slots= unset for the default"
-            )
-        check_pool_memory(
-            FramePool.bytes_needed(source.spec, batch_size, self.slots),
-            what=f"a pool of {self.slots} slots x {batch_size} frames of {source.spec.describe()}",
-        )
-        self.pool = FramePool(
-            source.spec,
-            batch_size=batch_size,
-            slots=self.slots,
-            name="source",
-            buffer=self.executor.allocate(
-                FramePool.bytes_needed(source.spec, batch_size, self.slots)
-            ),
-        )
+        try:
+            self.pool = self._start_stages(source, batch_size, slots)
+        except BaseException:
+            self.executor.close()  # stages may have started workers already
+            raise
         self.dead = DeadLetters(allow_failures)
         self.monitor = monitor
         self._start = time.perf_counter()
@@ -161,6 +144,31 @@ class Runner:
         self._alive = [s.workers for s in self.stages]
         self._reorder: ReorderBuffer[Batch] = ReorderBuffer()
         self._sink_open = False
+
+    def _start_stages(self, source: Source, batch_size: int, slots: int | None) -> FramePool:
+        """Start every stage under the executor, size the pools and allocate the first."""
+        for stage in self.stages:
+            stage.reset(self.executor)
+        self.slots = default_slots(self.stages) if slots is None else int(slots)
+        needed = held_slots(self.stages) + 1
+        if self.slots < needed:
+            raise ValueError(
+                f"slots must be at least {needed} here (ordered stages hold up to "
+                f"{needed - 1} batches), got {slots}; leave slots= unset for the default"
+            )
+        check_pool_memory(
+            FramePool.bytes_needed(source.spec, batch_size, self.slots),
+            what=f"a pool of {self.slots} slots x {batch_size} frames of {source.spec.describe()}",
+        )
+        return FramePool(
+            source.spec,
+            batch_size=batch_size,
+            slots=self.slots,
+            name="source",
+            buffer=self.executor.allocate(
+                FramePool.bytes_needed(source.spec, batch_size, self.slots)
+            ),
+        )
 
     # -- failure -------------------------------------------------------------------------
 

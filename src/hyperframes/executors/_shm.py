@@ -1,0 +1,184 @@
+"""Shared-memory blocks for process workers, and arrays described by where they lie in them.
+
+The parent creates blocks (:class:`SharedBlocks`) and hands their buffers to the frame
+pools; an array that lies inside a block crosses to a child as a :class:`ShmView`
+(block name, offset, shape, strides, dtype), which the child turns back into a view of
+its own mapping of the block (:class:`BlockMaps`): no pixel is copied.
+
+Both sides map blocks with their own ``mmap`` rather than through
+``SharedMemory.buf``: a numpy view keeps a buffer export on the memoryview, which made
+``SharedMemory.close()`` raise ``BufferError`` while a pool was still referenced. An
+``mmap`` is unmapped when its last view dies, with no error.
+
+Example:
+    >>> blocks = SharedBlocks()
+    >>> buffer = blocks.create(4096)
+    >>> blocks.unlink_all()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+from multiprocessing import shared_memory
+from typing import Any, NamedTuple
+
+import numpy as np
+
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+
+
+class ShmView(NamedTuple):
+    """Where an array lies in a shared block: enough to rebuild it in another process."""
+
+    block: str
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str
+    writeable: bool
+
+
+@dataclass
+class _Block:
+    name: str
+    size: int
+    buffer: mmap.mmap
+    address: int
+
+
+def _map(name: str, size: int | None = None, *, populate: bool = False) -> mmap.mmap:
+    """Map the existing shared block ``name`` (without registering it with a tracker)."""
+    import _posixshmem  # the module SharedMemory itself uses on POSIX
+
+    fd = _posixshmem.shm_open("/" + name, os.O_RDWR, mode=0o600)
+    try:
+        flags = mmap.MAP_SHARED | (_POPULATE if populate else 0)
+        return mmap.mmap(fd, os.fstat(fd).st_size if size is None else size, flags=flags)
+    finally:
+        os.close(fd)
+
+
+def _address(buffer: mmap.mmap) -> int:
+    return int(np.frombuffer(buffer, np.uint8, count=1).ctypes.data) if len(buffer) else 0
+
+
+def byte_range(array: np.ndarray) -> tuple[int, int]:
+    """The first and one-past-last byte addresses ``array`` touches."""
+    low = high = int(array.__array_interface__["data"][0])
+    for n, stride in zip(array.shape, array.strides, strict=True):
+        extent = (n - 1) * stride
+        if extent < 0:
+            low += extent
+        else:
+            high += extent
+    return low, high + array.itemsize
+
+
+def _locate(blocks: dict[str, _Block], array: Any) -> ShmView | None:
+    if not isinstance(array, np.ndarray) or array.size == 0 or array.dtype.hasobject:
+        return None
+    low, high = byte_range(array)
+    start = int(array.__array_interface__["data"][0])
+    for block in blocks.values():
+        if block.address <= low and high <= block.address + block.size:
+            return ShmView(
+                block.name,
+                start - block.address,
+                tuple(array.shape),
+                tuple(array.strides),
+                array.dtype.str,
+                bool(array.flags.writeable),
+            )
+    return None
+
+
+def _view(block: _Block, where: ShmView) -> np.ndarray:
+    array: np.ndarray = np.ndarray(
+        where.shape,
+        dtype=np.dtype(where.dtype),
+        buffer=block.buffer,
+        offset=where.offset,
+        strides=where.strides,
+    )
+    if not where.writeable:
+        array.flags.writeable = False
+    return array
+
+
+def _unlink(names: list[str]) -> None:
+    """Remove every named block from the system (idempotent; safe at interpreter exit)."""
+    while names:
+        name = names.pop()
+        with contextlib.suppress(FileNotFoundError):
+            shared_memory.SharedMemory(name=name).unlink()
+
+
+class SharedBlocks:
+    """The parent's shared blocks: created on demand, all unlinked by :meth:`unlink_all`.
+
+    Unlinking removes the names from ``/dev/shm``; memory still viewed by arrays stays
+    valid until they are gone. A finalizer unlinks whatever is left when the object is
+    collected or the interpreter exits, and ``multiprocessing``'s resource tracker
+    removes blocks of a parent that was killed.
+    """
+
+    def __init__(self) -> None:
+        self._blocks: dict[str, _Block] = {}
+        self._names: list[str] = []
+        self.created: list[str] = []
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _unlink, self._names)
+
+    def create(self, nbytes: int) -> mmap.mmap:
+        """A new block of ``nbytes`` (all pages mapped up front), as a writable buffer."""
+        size = max(int(nbytes), 1)
+        shm = shared_memory.SharedMemory(create=True, size=size)
+        try:
+            buffer = _map(shm.name, size, populate=True)
+        except BaseException:
+            shm.unlink()
+            raise
+        finally:
+            shm.close()
+        with self._lock:
+            self._names.append(shm.name)
+            self.created.append(shm.name)
+            self._blocks[shm.name] = _Block(shm.name, size, buffer, _address(buffer))
+        return buffer
+
+    def locate(self, array: Any) -> ShmView | None:
+        """Where ``array`` lies in one of these blocks, or ``None``."""
+        return _locate(self._blocks, array)
+
+    def view(self, where: ShmView) -> np.ndarray:
+        """The parent's own view described by ``where``."""
+        return _view(self._blocks[where.block], where)
+
+    def unlink_all(self) -> None:
+        """Remove every block's name; forget the blocks."""
+        with self._lock:
+            self._blocks.clear()
+            _unlink(self._names)
+
+
+class BlockMaps:
+    """A child's mappings of the parent's blocks, each opened once and kept."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[str, _Block] = {}
+
+    def view(self, where: ShmView) -> np.ndarray:
+        block = self._blocks.get(where.block)
+        if block is None:
+            buffer = _map(where.block, populate=True)
+            block = _Block(where.block, len(buffer), buffer, _address(buffer))
+            self._blocks[where.block] = block
+        return _view(block, where)
+
+    def locate(self, array: Any) -> ShmView | None:
+        return _locate(self._blocks, array)
