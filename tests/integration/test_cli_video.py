@@ -1,5 +1,6 @@
 """The video commands end to end on real files: report keys, outputs, and bad input."""
 
+import itertools
 import json
 import os
 import textwrap
@@ -42,8 +43,20 @@ def small_clip(tmp_path):
 
 def test_transcode_resize_and_report(tmp_path, small_clip, capsys):
     out = tmp_path / "out.mkv"
-    data = run_json(capsys, "transcode", str(small_clip), str(out), "--codec", "ffv1",
-                    "--size", "32x24", "--workers", "2", "--batch-size", "8")
+    data = run_json(
+        capsys,
+        "transcode",
+        str(small_clip),
+        str(out),
+        "--codec",
+        "ffv1",
+        "--size",
+        "32x24",
+        "--workers",
+        "2",
+        "--batch-size",
+        "8",
+    )
     assert data["frames"] == 40 and data["output"] == str(out)
     for key in ("wall_s", "fps", "stages", "pool_high_water_bytes"):
         assert key in data
@@ -55,25 +68,42 @@ def test_transcode_resize_and_report(tmp_path, small_clip, capsys):
 
 def test_transcode_loop_keeps_time_running(tmp_path, small_clip, capsys):
     out = tmp_path / "looped.mkv"
-    data = run_json(capsys, "transcode", str(small_clip), str(out), "--codec", "ffv1",
-                    "--loop", "3")
+    data = run_json(
+        capsys, "transcode", str(small_clip), str(out), "--codec", "ffv1", "--loop", "3"
+    )
     assert data["frames"] == 120
     with av.open(str(out)) as c:
         times = [f.time for f in c.decode(video=0)]
-    assert len(times) == 120 and all(b > a for a, b in zip(times, times[1:], strict=False))
+    assert len(times) == 120 and all(b > a for a, b in itertools.pairwise(times))
 
 
 def test_render_module_function(tmp_path, capsys, monkeypatch):
-    (tmp_path / "scene.py").write_text(textwrap.dedent("""
+    (tmp_path / "scene.py").write_text(
+        textwrap.dedent("""
         import numpy as np
         def frame(i):
             return np.full((16, 32, 3), i % 256, np.uint8)
-    """))
+    """)
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "r.mkv"
-    data = run_json(capsys, "render", "scene:frame", str(out), "--frames", "50",
-                    "--size", "32x16", "--fps", "10", "--codec", "ffv1", "--workers", "2")
+    data = run_json(
+        capsys,
+        "render",
+        "scene:frame",
+        str(out),
+        "--frames",
+        "50",
+        "--size",
+        "32x16",
+        "--fps",
+        "10",
+        "--codec",
+        "ffv1",
+        "--workers",
+        "2",
+    )
     assert data["frames"] == 50
     assert [int(f[0, 0, 0]) for f in frames_in(out)] == list(range(50))
 
@@ -91,8 +121,9 @@ def leftovers(folder: Path, keep: set[str]) -> list[str]:
         (None, ["--codec", "nosuchcodec"], "codec"),
     ],
 )
-def test_transcode_bad_input_is_one_line(tmp_path, small_clip, capsys, make_input, argv_extra,
-                                         message):
+def test_transcode_bad_input_is_one_line(
+    tmp_path, small_clip, capsys, make_input, argv_extra, message
+):
     src = make_input(tmp_path) if make_input else small_clip
     out = tmp_path / "out.mp4"
     before = set(os.listdir(tmp_path))
@@ -128,21 +159,86 @@ def test_unwritable_output_folder(tmp_path, small_clip, capsys):
 
 
 def test_failing_stage_leaves_no_partial_output(tmp_path, small_clip, capsys):
-    (tmp_path / "bad.py").write_text(textwrap.dedent("""
+    (tmp_path / "bad.py").write_text(
+        textwrap.dedent("""
         import numpy as np
         def frame(i):
             if i == 30:
                 raise RuntimeError("scene broke at 30")
             return np.zeros((16, 16, 3), np.uint8)
-    """))
+    """)
+    )
     import sys
+
     sys.path.insert(0, str(tmp_path))
     try:
         before = set(os.listdir(tmp_path))
-        rc = main(["render", "bad:frame", str(tmp_path / "r.mp4"), "--frames", "64",
-                   "--size", "16x16", "--batch-size", "4"])
+        rc = main(
+            [
+                "render",
+                "bad:frame",
+                str(tmp_path / "r.mp4"),
+                "--frames",
+                "64",
+                "--size",
+                "16x16",
+                "--batch-size",
+                "4",
+            ]
+        )
     finally:
         sys.path.remove(str(tmp_path))
     err = capsys.readouterr().err
     assert rc == 1 and "scene broke at 30" in err and "frames 28..31" in err
     assert leftovers(tmp_path, before) == []
+
+
+@pytest.fixture
+def yuv_clip(tmp_path):
+    """A 30-frame 96x64 yuv420p H.264 clip of a moving gradient."""
+    path = tmp_path / "yuv.mp4"
+    with av.open(str(path), "w") as c:
+        s = c.add_stream("libx264", rate=25, options={"qp": "0", "preset": "ultrafast"})
+        s.width, s.height, s.pix_fmt = 96, 64, "yuv420p"
+        x = np.arange(96)[None, :, None]
+        y = np.arange(64)[:, None, None]
+        for i in range(30):
+            img = ((x * 2 + y + 3 * i) % 256 * np.ones((1, 1, 3))).astype(np.uint8)
+            for p in s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                c.mux(p)
+        for p in s.encode():
+            c.mux(p)
+    return path
+
+
+def test_yuv_transcode_skips_colour_conversion_and_matches_the_rgb_path(tmp_path, yuv_clip, capsys):
+    from hyperframes.cli.video import planar_path
+    from hyperframes.io.video import VideoSource
+
+    args = type("A", (), {"size": (48, 32), "pix_fmt": None, "codec": "libx264"})()
+    assert planar_path(args, VideoSource(yuv_clip))
+    fast, slow = tmp_path / "fast.mp4", tmp_path / "slow.mp4"
+    run_json(capsys, "transcode", str(yuv_clip), str(fast), "--size", "48x32", "--crf", "0")
+    run_json(
+        capsys,
+        "transcode",
+        str(yuv_clip),
+        str(slow),
+        "--size",
+        "48x32",
+        "--crf",
+        "0",
+        "--pix-fmt",
+        "yuv420p",
+        "--codec",
+        "libx264",
+    )  # same settings: also planar
+    a, b = np.stack(frames_in(fast)).astype(float), np.stack(frames_in(slow)).astype(float)
+    assert a.shape == (30, 32, 48, 3)
+    np.testing.assert_array_equal(a, b)
+    # against the RGB path (resize after conversion): close, not identical
+    rgb = tmp_path / "rgb.mkv"
+    run_json(capsys, "transcode", str(yuv_clip), str(rgb), "--size", "48x32", "--codec", "ffv1")
+    c = np.stack(frames_in(rgb)).astype(float)
+    mse = ((a - c) ** 2).mean()
+    assert 10 * np.log10(255**2 / mse) > 30

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ import numpy as np
 from .. import FrameSpec, Pipeline, RunReport
 from ..io.loop import Looped
 from ..io.probe import probe
-from ..io.video import VideoSink, VideoSource
+from ..io.video import PixFmt, VideoSink, VideoSource
+from ..io.yuv import resize_i420
 from .common import add_run_options, emit_report, positive_int, progress_for
 from .observe import add_observe_options, finish_observe, monitors_for
 
@@ -118,20 +120,43 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     if Path(args.input).resolve() == Path(args.output).resolve():
         raise ValueError("the output is the input; write to another path")
 
+    probe_source = VideoSource(args.input, start=args.start, stop=args.stop)
+    planar = planar_path(args, probe_source)
+    pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
+
     def make() -> VideoSource:
-        return VideoSource(args.input, start=args.start, stop=args.stop, on_corrupt=args.on_corrupt)
+        return VideoSource(
+            args.input, start=args.start, stop=args.stop, on_corrupt=args.on_corrupt,
+            pix_fmt=pix_fmt,
+        )  # fmt: skip
 
     source = make() if args.loop == 1 else Looped(make, times=args.loop)
-    sink = sink_for(args)
+    sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None)
     pipeline = Pipeline.from_source(source, batch_size=args.batch_size or 16)
     if args.size:
         width, height = args.size
-        pipeline = pipeline.map(resize_stage(width, height), workers=args.workers, name="resize")
+        resize = partial(resize_i420, width=width, height=height) if planar else (
+            resize_stage(width, height)
+        )  # fmt: skip
+        pipeline = pipeline.map(resize, workers=args.workers, name="resize")
     report, extra = observed_run(args, pipeline.to(sink), "transcode")
     skipped = getattr(source, "skipped", [])
     if skipped:
         extra["skipped_frames"] = skipped
     return report, extra
+
+
+def planar_path(args: argparse.Namespace, source: VideoSource) -> bool:
+    """Whether a transcode can stay in yuv420p from decoder to encoder (no colour conversion):
+    a yuv420p input, a yuv420p encoder, and even sizes throughout."""
+    facts = source.info
+    size = args.size or (facts["width"], facts["height"])
+    encoded = args.pix_fmt or ("yuv420p" if args.codec != "ffv1" else None)
+    return (
+        facts.get("source_pix_fmt") == "yuv420p"
+        and encoded == "yuv420p"
+        and all(v % 2 == 0 for v in (*size, facts["width"], facts["height"]))
+    )
 
 
 def load_function(spec: str) -> Any:

@@ -40,7 +40,7 @@ from ..errors import CorruptFrame, FrameError, MediaError
 from .base import Chunk, Sink, Source
 from .probe import open_video, stream_facts, vfr_suspected
 
-PixFmt = Literal["rgb24", "gray", "rgba"]
+PixFmt = Literal["rgb24", "gray", "rgba", "yuv420p"]
 OnCorrupt = Literal["fail", "skip"]
 
 CHANNELS: dict[str, int] = {"gray": 1, "rgb24": 3, "rgba": 4}
@@ -54,6 +54,21 @@ ENCODERS = ("libx264", "libx265", "ffv1", "libvpx-vp9", "mpeg4")
 _CRF_CODECS = frozenset({"libx264", "libx265", "libvpx-vp9"})
 _PRESET_CODECS = frozenset({"libx264", "libx265"})
 _FFV1_FORMATS = {1: "gray", 3: "bgr0", 4: "bgra"}
+
+
+def i420_spec(width: int, height: int) -> FrameSpec:
+    """The spec of yuv420p frames as PyAV lays them out: the Y plane (``height`` rows), then
+    the U and V planes (``height / 4`` rows each), all ``width`` wide, in one uint8 array.
+
+    Raises:
+        ValueError: an odd width or height, which yuv420p cannot hold.
+    """
+    if width % 2 or height % 2:
+        raise ValueError(
+            f"yuv420p frames need an even width and height, got {width}x{height}; "
+            "read them as rgb24 instead"
+        )
+    return FrameSpec((height * 3 // 2, width), np.uint8)
 
 
 def frame_format(spec: FrameSpec) -> str:
@@ -96,7 +111,9 @@ class VideoSource(Source):
     Args:
         path: the video file.
         pix_fmt: ``"rgb24"`` gives ``(H, W, 3)`` frames, ``"gray"`` ``(H, W, 1)``,
-            ``"rgba"`` ``(H, W, 4)``, all ``uint8``.
+            ``"rgba"`` ``(H, W, 4)``, all ``uint8``; ``"yuv420p"`` gives the decoded planes
+            with no colour conversion (see :func:`i420_spec`), the fast path for jobs that
+            end in a yuv420p encoder.
         start: first frame index to produce (frames are numbered from 0 in presentation
             order).
         stop: one past the last frame index to produce; ``None`` reads to the end.
@@ -129,7 +146,7 @@ class VideoSource(Source):
         on_corrupt: OnCorrupt = "fail",
         threads: bool | int = True,
     ) -> None:
-        _check_choice("pix_fmt", pix_fmt, tuple(CHANNELS))
+        _check_choice("pix_fmt", pix_fmt, (*CHANNELS, "yuv420p"))
         _check_choice("on_corrupt", on_corrupt, ("fail", "skip"))
         if start < 0 or (stop is not None and stop < start):
             raise ValueError(f"need 0 <= start <= stop, got start={start}, stop={stop}")
@@ -148,7 +165,10 @@ class VideoSource(Source):
         finally:
             container.close()
         self._facts = facts
-        self.spec = FrameSpec((facts["height"], facts["width"], CHANNELS[pix_fmt]))
+        if pix_fmt == "yuv420p":
+            self.spec = i420_spec(facts["width"], facts["height"])
+        else:
+            self.spec = FrameSpec((facts["height"], facts["width"], CHANNELS[pix_fmt]))
         total = facts["frames"]
         if total is not None and not facts["frames_estimated"] and self.start >= max(total, 1):
             raise ValueError(
@@ -313,6 +333,10 @@ class VideoSource(Source):
 
     def _convert(self, frame: av.VideoFrame, dst: np.ndarray) -> None:
         """Write ``frame`` into ``dst`` in :attr:`pix_fmt`."""
+        if self.pix_fmt == "yuv420p":  # planes as decoded: no colour conversion at all
+            planes = frame.to_ndarray() if frame.format.name == "yuv420p" else None
+            dst[...] = planes if planes is not None else frame.to_ndarray(format="yuv420p")
+            return
         code = _I420_TO.get(self.pix_fmt)
         if (
             code is not None
@@ -357,6 +381,9 @@ class VideoSink(Sink):
         overwrite: replace an existing output; otherwise an existing output is an error
             raised here, before any work.
         options: more encoder options (FFmpeg names, string values); they win over the above.
+        input_pix_fmt: ``"yuv420p"`` when the frames are yuv420p planes
+            (``VideoSource(pix_fmt="yuv420p")``, see :func:`i420_spec`); by default the
+            frames' shape says rgb24, gray or rgba.
 
     Raises:
         ValueError: unknown or unavailable codec, or an option the codec does not take.
@@ -383,6 +410,7 @@ class VideoSink(Sink):
         fps: float | Fraction | str | None = None,
         overwrite: bool = False,
         options: dict[str, str] | None = None,
+        input_pix_fmt: Literal["yuv420p"] | None = None,
     ) -> None:
         available = [name for name in ENCODERS if name in av.codecs_available]
         if codec not in available:
@@ -399,6 +427,7 @@ class VideoSink(Sink):
         self.path = Path(path)
         _check_writable(self.path, overwrite=overwrite)
         self.codec, self.pix_fmt, self.fps = codec, pix_fmt, fps
+        self.input_pix_fmt = input_pix_fmt
         self.options = _encoder_options(codec, crf, preset) | dict(options or {})
         self.temp = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
         self.frames_written = 0
@@ -414,10 +443,18 @@ class VideoSink(Sink):
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Create the temporary file and the encoder for frames of ``spec``."""
-        self._format = frame_format(spec)
-        height, width = spec.shape[:2]
-        channels = CHANNELS[self._format]
-        pix_fmt = self.pix_fmt or (_FFV1_FORMATS[channels] if self.codec == "ffv1" else "yuv420p")
+        if self.input_pix_fmt == "yuv420p":
+            self._format = "yuv420p"
+            width, height = spec.shape[1], spec.shape[0] * 2 // 3
+            if spec != i420_spec(width, height):
+                raise FrameError(f"yuv420p frames need the shape of i420_spec(), got {spec}")
+            pix_fmt = self.pix_fmt or "yuv420p"
+        else:
+            self._format = frame_format(spec)
+            height, width = spec.shape[:2]
+            channels = CHANNELS[self._format]
+            default = _FFV1_FORMATS[channels] if self.codec == "ffv1" else "yuv420p"
+            pix_fmt = self.pix_fmt or default
         if (width % 2 or height % 2) and _subsampled(pix_fmt):
             raise ValueError(
                 f"{self.codec} with pix_fmt {pix_fmt} needs an even width and height, got "
