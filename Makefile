@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,dev,demo,plot,ray,gpu]'
+	$(BIN)/pip install --quiet -e '.[test,dev,demo,plot,ray,gpu,view]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from .._version import __version__
-from . import analyze, bench, demo, doctor, store, tune, video
+from . import analyze, bench, demo, doctor, store, tune, video, view
 from .common import fail
 
-COMMANDS = (demo, video, analyze, store, tune, bench, doctor)
+COMMANDS = (demo, video, analyze, store, view, tune, bench, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import RunReport
+from .. import Pipeline, RunReport
 from ..engine.runner import Monitor
 from ..metrics.prometheus import DEFAULT_HOST, PrometheusExporter
 from ..metrics.timeline import Timeline, require_plotting
@@ -145,3 +145,33 @@ def finish_observe(
     if timeline is not None and getattr(args, "plot_dir", None):
         written["plots"] = [str(p) for p in timeline.write_plots(args.plot_dir)]
     return written
+
+
+def add_long_run_options(parser: argparse.ArgumentParser) -> None:
+    """Everything a long command offers to watch it: metrics, report, plots, the live page."""
+    from .view import add_view_options
+
+    add_observe_options(parser)
+    add_view_options(parser)
+
+
+def observed_run(
+    args: argparse.Namespace, pipeline: Pipeline, label: str
+) -> tuple[RunReport, dict[str, Any]]:
+    """Run ``pipeline`` with the progress bar and every monitor the options ask for
+    (``--metrics-port``, ``--report``, ``--plot-dir``, ``--view``); returns the report and
+    what was written where."""
+    from .common import progress_for
+    from .view import live_monitor_for
+
+    observe = monitors_for(args)
+    live = live_monitor_for(args)
+    parts = [m for m in (observe, live) if m is not None]
+    bar = progress_for(args, label)
+    try:
+        report = pipeline.run(progress=bar, monitor=Monitors(parts) if parts else None)
+    finally:
+        bar.finish()
+        if live is not None:
+            live.close()
+    return report, finish_observe(args, observe, report)

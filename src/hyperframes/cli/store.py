@@ -22,6 +22,7 @@ from ..store import FrameStore, StoreSink, StoreWriter, is_store, store_info
 from ..store.source import StoreSource
 from ..store.writer import resume_point
 from .common import batch_size, positive_int, progress_for
+from .observe import add_long_run_options, observed_run
 
 __all__ = ["is_store", "register", "store_info"]
 
@@ -41,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=positive_int, default=2, help="encoding threads")
     p.add_argument("--batch-size", type=batch_size, default=None, help="frames per batch")
     p.add_argument("--json", action="store_true", help="print one JSON object, no bar")
+    add_long_run_options(p)
     p.set_defaults(run=run_pack)
 
     p = sub.add_parser("unpack", help="write a store's frames as a video or image folder")
@@ -91,11 +93,7 @@ def run_pack(args: argparse.Namespace) -> int:
         .group(threshold=options.threshold, min_len=options.min_len, max_len=options.max_len)
         .to(sink)
     )
-    bar = progress_for(args, "pack")
-    try:
-        report = pipeline.run(progress=bar)
-    finally:
-        bar.finish()
+    report, _ = observed_run(args, pipeline, "pack")
     return _print_pack(args, report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
 
 
@@ -140,6 +138,8 @@ def run_unpack(args: argparse.Namespace) -> int:
 
 
 def run_frame(args: argparse.Namespace) -> int:
+    if not cv2.haveImageWriter(args.output):  # imwrite raises cv2.error for these
+        raise ValueError(f"cannot write an image named {args.output!r}; use .png or .jpg")
     with FrameStore(args.store, read_ahead=False) as store:
         frame = store[args.index]
     channels = 1 if frame.ndim == 2 else frame.shape[-1]

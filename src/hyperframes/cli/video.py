@@ -18,8 +18,11 @@ from ..io.loop import Looped
 from ..io.probe import probe
 from ..io.video import PixFmt, VideoSink, VideoSource
 from ..io.yuv import resize_i420
-from .common import add_run_options, emit_report, positive_int, progress_for
-from .observe import add_observe_options, finish_observe, monitors_for
+from .common import add_run_options, emit_report, positive_int
+from .observe import add_long_run_options, observed_run
+
+MAX_SIDE = 16384
+"""The longest side ``--size`` takes: FFmpeg refuses larger frames, after the pools exist."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fps", type=float, default=30.0)
     add_encoder_options(p)
     add_run_options(p)
-    add_observe_options(p)
+    add_long_run_options(p)
     p.set_defaults(run=run_render)
 
 
@@ -72,6 +75,10 @@ def frame_size(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"size must be WxH like 1280x720, got {text!r}") from None
     if width < 1 or height < 1:
         raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    if max(width, height) > MAX_SIDE:
+        raise argparse.ArgumentTypeError(
+            f"size must be at most {MAX_SIDE} pixels a side (FFmpeg's limit), got {text!r}"
+        )
     return width, height
 
 
@@ -189,18 +196,3 @@ def run_render(args: argparse.Namespace) -> int:
     report, written = observed_run(args, pipeline.to(sink), "render")
     emit_report(args, report, **written)
     return 0
-
-
-def observed_run(
-    args: argparse.Namespace, pipeline: Pipeline, label: str
-) -> tuple[RunReport, dict[str, Any]]:
-    """Run with the progress bar and the monitors the observe options ask for
-    (``--metrics-port``, ``--report``, ``--plot-dir``); returns the report and what the
-    monitors wrote where."""
-    monitor = monitors_for(args)
-    bar = progress_for(args, label)
-    try:
-        report = pipeline.run(progress=bar, monitor=monitor)
-    finally:
-        bar.finish()
-    return report, finish_observe(args, monitor, report)
