@@ -148,9 +148,8 @@ def main() -> None:
     rows = {}
     for mode in ["plain", "batch-loop", "threadpool", "pipeline-1", "pipeline-2"]:
         rows[mode] = measure(mode, n, "invert")
-        print(
-            f"invert  {mode:<12} {rows[mode]['fps']:8.0f} fps  peak RSS {rows[mode]['rss_mib']:7.0f} MiB"
-        )
+        r = rows[mode]
+        print(f"invert  {mode:<12} {r['fps']:8.0f} fps  peak RSS {r['rss_mib']:7.0f} MiB")
     sums = {r["checksum"] for r in rows.values()}
     assert len(sums) == 1, f"approaches disagree: {rows}"
     blur = {m: measure(m, n // 3, "blur") for m in ["batch-loop", "pipeline-1", "pipeline-2"]}

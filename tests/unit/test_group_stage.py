@@ -82,8 +82,12 @@ def test_user_slots_below_what_the_grouper_holds_are_refused():
 
 
 @settings(max_examples=30, deadline=None)
-@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=6), seed=st.integers(0, 50),
-       min_len=st.integers(1, 4), max_len=st.integers(4, 20))
+@given(
+    lengths=st.lists(st.integers(1, 30), min_size=1, max_size=6),
+    seed=st.integers(0, 50),
+    min_len=st.integers(1, 4),
+    max_len=st.integers(4, 20),
+)
 def test_push_distance_gives_the_same_groups_as_push(lengths, seed, min_len, max_len):
     from hyperframes.hyper import Grouper
     from hyperframes.hyper.distance import frame_mse

@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hyperframes import FrameError, FrameSpec, Pipeline, PoolExhausted, StageError
-from hyperframes.engine.runner import Runner, check_pool_memory, default_slots
+from hyperframes.engine.frames import check_pool_memory
+from hyperframes.engine.runner import Runner, default_slots
 from hyperframes.engine.stage import Stage
 from hyperframes.io.callbacks import CollectSink
 

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import mmap
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -28,6 +29,9 @@ import numpy as np
 from ..errors import Cancelled, PoolExhausted
 
 MAX_BATCH_SIZE = 4096
+
+MEMORY_SHARE = 0.5
+"""The pools of one run may take at most this share of physical memory."""
 
 
 def check_batch_size(batch_size: int) -> int:
@@ -48,6 +52,19 @@ def check_batch_size(batch_size: int) -> int:
             f"got {batch_size!r}; try {hint}"
         )
     return int(batch_size)
+
+
+def check_pool_memory(nbytes: int, *, what: str) -> None:
+    """Refuse pools that would take more than half of physical memory, before allocating."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if nbytes > MEMORY_SHARE * physical:
+        raise MemoryError(
+            f"{what} needs {nbytes / 2**30:.1f} GiB, more than half of this machine's "
+            f"{physical / 2**30:.1f} GiB; lower batch_size= or slots=, or downscale the frames"
+        )
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ How a run stays flat, busy and safe:
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,16 +31,13 @@ from ..io.base import Sink, Source
 from ..metrics.report import RunReport, StageStats
 from .channel import END, Channel
 from .faults import DeadLetters
-from .frames import Batch, FramePool
+from .frames import Batch, FramePool, check_pool_memory
 from .reorder import ReorderBuffer
 from .stage import Stage
 
 STOP_GRACE_S = 10.0
 """After a failure, how long to wait for threads still inside user code before giving up on
 them (they are daemon threads; their slots stay valid because the pool dies with them)."""
-
-MEMORY_SHARE = 0.5
-"""The pools of one run may take at most this share of physical memory."""
 
 
 @dataclass(frozen=True)
@@ -84,19 +80,6 @@ def default_slots(stages: Sequence[Stage]) -> int:
 def held_slots(stages: Sequence[Stage]) -> int:
     """Slots that ordered stages may keep at once."""
     return sum(s.stream.holds for s in stages if s.stream is not None)
-
-
-def check_pool_memory(nbytes: int, *, what: str) -> None:
-    """Refuse pools that would take more than half of physical memory, before allocating."""
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return
-    if nbytes > MEMORY_SHARE * physical:
-        raise MemoryError(
-            f"{what} needs {nbytes / 2**30:.1f} GiB, more than half of this machine's "
-            f"{physical / 2**30:.1f} GiB; lower batch_size= or slots=, or downscale the frames"
-        )
 
 
 class Runner:

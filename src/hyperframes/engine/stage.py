@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import StageError
 from ..executors import Executor, ThreadExecutor
 from .faults import DeadLetters, FaultPolicy
-from .frames import Batch, FramePool, FrameSpec
+from .frames import Batch, FramePool, FrameSpec, check_pool_memory
 
 Call = Callable[[Callable[..., Any], Batch], Any]
 """How a stage hands a batch to its function: ``call(fn, batch)`` returns the batch's results
@@ -269,6 +269,11 @@ class Stage:
             if self._out_pool is None:
                 spec = self.spec or got
                 size = batch.pool.batch_size
+                check_pool_memory(
+                    FramePool.bytes_needed(spec, size, slots),
+                    what=f"stage {self.name!r}'s pool of {slots} slots x {size} frames of "
+                    f"{spec.describe()}",
+                )
                 buffer = None
                 if self._allocate is not None:
                     buffer = self._allocate(FramePool.bytes_needed(spec, size, slots))

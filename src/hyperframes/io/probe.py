@@ -43,6 +43,8 @@ def open_video(
         raise MediaError(f"no such video file: {str(where)!r}; check the path")
     if where.is_dir():
         raise MediaError(f"{str(where)!r} is a folder, not a video file; name a file in it")
+    if where.stat().st_size == 0:
+        raise MediaError(f"{str(where)!r} is empty (0 bytes); it is not a video yet")
     try:
         container = av.open(str(where), mode="r")
     except av.FFmpegError as exc:

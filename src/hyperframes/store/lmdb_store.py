@@ -33,6 +33,7 @@ import numpy as np
 
 from ..engine.frames import FrameSpec
 from ..errors import StoreCorrupt, StoreError
+from ..hyper import _format as group_format
 from ..hyper import decode_frame, decode_group
 from . import _env
 from . import format as fmt
@@ -319,9 +320,24 @@ class FrameStore:
             )
         if fmt.checksum(data) != int(self.groups.record_hashes[g]):
             raise _corrupt(f"the record of {where} fails its checksum", span)
+        self._check_layout(data, where, span)
         if cached:
             self.cache.warm.put(g, data, len(data))
         return data
+
+    def _check_layout(self, data: bytes, where: str, span: range) -> None:
+        """Refuse a record whose own header disagrees with the table and the store header
+        before decoding it: its sizes decide what decoding allocates."""
+        try:
+            head = group_format.parse_header(data)
+        except StoreCorrupt as exc:
+            raise _corrupt(f"the record of {where}: {exc}", span) from None
+        if (head.count, head.shape, head.dtype) != (len(span), self.spec.shape, self.spec.dtype):
+            got = f"{head.count} frames of {'x'.join(map(str, head.shape))} {head.dtype}"
+            raise _corrupt(
+                f"the record of {where} holds {got}, but the header says "
+                f"{self.spec.describe()} and the table {len(span)} frames", span,
+            )  # fmt: skip
 
     def _check(self, frame: np.ndarray, i: int, g: int) -> np.ndarray:
         if frame.shape != self.spec.shape or frame.dtype != self.spec.dtype:

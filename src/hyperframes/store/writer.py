@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import math
 import os
 import shutil
@@ -296,6 +297,8 @@ class StoreWriter:
                 break
             except lmdb.MapFullError:
                 self._env.set_mapsize(self._env.info()["map_size"] * 2)
+            except lmdb.Error as exc:
+                raise _write_error(self.path, exc, len(item.data)) from exc
         self.state = new
 
     def _put_state(self, state: fmt.StoreState) -> fmt.StoreState:
@@ -309,6 +312,22 @@ class StoreWriter:
 
 def _settings(h: fmt.StoreHeader) -> str:
     return f"{h.spec.describe()}, tier={h.tier}, psnr={h.psnr}, level={h.level}, {h.grouping}"
+
+
+def _write_error(path: Path, exc: lmdb.Error, need: int) -> Exception:
+    """What a failed commit means: LMDB reports a full disk as ``Input/output error``."""
+    kept = "the groups committed before are kept, and pack --resume continues after them"
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        free = None
+    if free is not None and free < 2 * need + (1 << 20):
+        return OSError(
+            errno.ENOSPC,
+            f"no space left on the device of store {str(path)!r} ({free} bytes free, the "
+            f"next group needs {need}; LMDB said: {exc}); free space: {kept}",
+        )
+    return StoreError(f"writing store {str(path)!r} failed ({exc}); {kept}")
 
 
 def resume_point(path: str | os.PathLike[str]) -> tuple[int, bool]:

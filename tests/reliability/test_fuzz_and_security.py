@@ -1,0 +1,163 @@
+"""Fuzzing the store's parsers (short form of ``benchmarks/fuzz_store.py``) and security checks."""
+
+from __future__ import annotations
+
+import ast
+import os
+import socket
+from pathlib import Path
+
+import lmdb
+import numpy as np
+import pytest
+
+import hyperframes as hf
+from hyperframes.hyper import _format as group_format
+from hyperframes.metrics.prometheus import DEFAULT_HOST, PrometheusExporter
+from hyperframes.store import FrameStore, StoreWriter
+from hyperframes.store import format as fmt
+
+SRC = Path(hf.__file__).parent
+
+
+def test_twenty_thousand_fuzzed_inputs_give_only_typed_errors(benchmark_module) -> None:
+    fuzz = benchmark_module("fuzz_store")
+    result = fuzz.fuzz(20_000, seconds=120, seed=1, cap=2.0, trace_every=8, log=False)
+    assert result.findings == []
+    assert result.inputs == 20_000
+    assert result.peak < 8 << 20  # no input made a parser allocate more than a few MiB
+    # both outcomes happen for every target: the mutations are neither all fatal nor inert
+    for name in result.per_target:
+        kinds = {k.split(": ")[1] for k in result.outcomes if k.startswith(name + ":")}
+        assert "ok" in kinds and kinds & {"StoreCorrupt", "StoreError"}, (name, kinds)
+
+
+def test_mutated_whole_stores_give_only_typed_errors(benchmark_module, tmp_path: Path) -> None:
+    fuzz = benchmark_module("fuzz_store")
+    result = fuzz.fuzz_stores(150, seed=2, root=tmp_path)
+    assert result.findings == [] and result.stores == 150
+
+
+def test_a_record_that_claims_huge_frames_is_refused_before_decoding(tmp_path: Path) -> None:
+    """A crafted record (valid checksum) whose own header claims 60,001 frames of 2 GiB used
+    to reach ``np.empty`` (MemoryError, or 8 GiB of address space for 4 frames)."""
+    path = tmp_path / "s.hfs"
+    with StoreWriter(path, hf.FrameSpec((6, 5, 3)), {}, workers=1) as writer:
+        writer.write_group(np.zeros((4, 6, 5, 3), np.uint8))
+    records = [group_format.Record("raw", -1, 0, 0)]
+    records += [group_format.Record("copy", 0, 0, 0)] * 60_000
+    meta = {"dtype": "|u1", "shape": [65536, 32768, 1], "base": 0, "layout": "base",
+            "tier": "lossless"}  # fmt: skip
+    data = group_format.pack(meta, records, b"")
+    env = lmdb.open(str(path), subdir=True, max_dbs=2)
+    with env.begin(write=True) as txn:
+        txn.put(fmt.group_key(0), data, db=env.open_db(fmt.RECORDS_DB, txn=txn))
+        entry = fmt.GroupEntry(0, 4, len(data), fmt.checksum(data), (0,) * 4, (0.0,) * 4)
+        txn.put(fmt.group_key(0), fmt.pack_entry(entry), db=env.open_db(fmt.TABLE_DB, txn=txn))
+    env.close()
+    with FrameStore(path) as store:
+        with pytest.raises(hf.StoreCorrupt, match="holds 60001 frames of 65536x32768x1"):
+            store[0]
+        assert store.verify() == [0, 1, 2, 3]
+
+
+# -- security -----------------------------------------------------------------------------
+
+DANGEROUS_CALLS = {"eval", "exec", "compile", "__import__"}
+DANGEROUS_MODULES = {"pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle"}
+# Modules that move *functions* to worker processes the caller started (never file bytes).
+PICKLE_ALLOWED = {
+    "executors/processes.py",
+    "executors/_child.py",
+    "executors/_wire.py",
+    "executors/_ray_actor.py",
+    "executors/_ray_chunks.py",
+    "executors/ray.py",
+}
+
+
+def _python_files() -> list[Path]:
+    return sorted(p for p in SRC.rglob("*.py") if "viewer" not in p.relative_to(SRC).parts)
+
+
+def test_no_eval_exec_or_pickle_of_file_contents_anywhere_in_the_source() -> None:
+    """An AST scan: no eval/exec/compile/__import__ calls, no yaml.load, no numpy
+    ``allow_pickle=True``; pickle-like modules only in the executors, which send stage
+    functions to their own workers and never read them from files."""
+    problems = []
+    for path in _python_files():
+        rel = str(path.relative_to(SRC))
+        tree = ast.parse(path.read_text(), filename=rel)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                fn = node.func
+                name = fn.id if isinstance(fn, ast.Name) else getattr(fn, "attr", "")
+                if isinstance(fn, ast.Name) and name in DANGEROUS_CALLS:
+                    problems.append(f"{rel}:{node.lineno} calls {name}()")
+                if name in {"load", "unsafe_load"} and "yaml" in ast.unparse(fn):
+                    problems.append(f"{rel}:{node.lineno} uses yaml.{name}")
+                for kw in node.keywords:
+                    if kw.arg == "allow_pickle" and not (
+                        isinstance(kw.value, ast.Constant) and kw.value.value is False
+                    ):
+                        problems.append(f"{rel}:{node.lineno} passes allow_pickle")
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                for module in names:
+                    if module.split(".")[0] in DANGEROUS_MODULES and rel not in PICKLE_ALLOWED:
+                        problems.append(f"{rel}:{node.lineno} imports {module}")
+    assert problems == []
+
+
+def test_the_store_and_codec_read_json_never_pickle() -> None:
+    for rel in ("store/format.py", "hyper/_format.py", "store/table.py", "store/lmdb_store.py"):
+        text = (SRC / rel).read_text()
+        assert "pickle" not in text.replace("never pickle", "").replace("not pickled", ""), rel
+
+
+def test_metrics_endpoint_binds_to_localhost_by_default() -> None:
+    assert DEFAULT_HOST == "127.0.0.1"
+    exporter = PrometheusExporter()
+    assert exporter.host == "127.0.0.1"
+    exporter.start(lambda: {})  # type: ignore[arg-type,return-value]
+    try:
+        port = exporter.port
+        assert exporter.url.startswith("http://127.0.0.1:")
+        others = [a for a in _own_addresses() if not a.startswith("127.") and a not in ("::1", "")]
+        for address in others[:2]:  # the same port on another interface refuses
+            with socket.socket() as sock, pytest.raises(OSError):
+                sock.settimeout(1)
+                sock.connect((address, port))
+    finally:
+        exporter.stop(None)
+
+
+def _own_addresses() -> list[str]:
+    import psutil
+
+    return [
+        a.address
+        for addrs in psutil.net_if_addrs().values()
+        for a in addrs
+        if a.family == socket.AF_INET
+    ]
+
+
+def test_image_writes_never_follow_a_link_out_of_the_output_folder(tmp_path: Path) -> None:
+    """A name in the output folder that is a symlink to a file outside is replaced, not
+    written through (with overwrite), and the outside file is untouched."""
+    outside = tmp_path / "outside.png"
+    outside.write_bytes(b"keep me")
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    os.symlink(outside, folder / "frame_000000.png")
+    frames = np.full((2, 8, 8, 3), 200, np.uint8)
+    hf.Pipeline.from_frames(frames).write_images(folder, overwrite=True).run()
+    assert outside.read_bytes() == b"keep me"
+    assert not (folder / "frame_000000.png").is_symlink()
+    assert sorted(p.name for p in folder.iterdir()) == ["frame_000000.png", "frame_000001.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frames", "outside.png"]
