@@ -40,6 +40,18 @@ def positive_int(text: str) -> int:
     return value
 
 
+def port_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"port must be between 0 and 65535, got {value}; 0 picks a free port"
+        )
+    return value
+
+
 def batch_size(text: str) -> int:
     try:
         return check_batch_size(int(text))

@@ -24,6 +24,7 @@ from .. import Pipeline, RunReport
 from ..engine.runner import Monitor
 from ..metrics.prometheus import DEFAULT_HOST, PrometheusExporter
 from ..metrics.timeline import Timeline, require_plotting
+from .common import port_number, progress_for
 
 
 class Monitors:
@@ -72,18 +73,6 @@ class _Announce:
 
     def stop(self, report: RunReport | None) -> None:
         return None
-
-
-def port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(
-            f"port must be between 0 and 65535, got {value}; 0 picks a free port"
-        )
-    return value
 
 
 def add_observe_options(parser: argparse.ArgumentParser) -> None:
@@ -161,7 +150,6 @@ def observed_run(
     """Run ``pipeline`` with the progress bar and every monitor the options ask for
     (``--metrics-port``, ``--report``, ``--plot-dir``, ``--view``); returns the report and
     what was written where."""
-    from .common import progress_for
     from .view import live_monitor_for
 
     observe = monitors_for(args)

@@ -13,6 +13,7 @@ import webbrowser
 from typing import Any
 
 from ..metrics.progress import ProgressBar
+from .common import port_number
 
 DEFAULT_PORT = 8765
 FORMATS = ("jpeg", "png")
@@ -68,16 +69,6 @@ def live_monitor_for(args: argparse.Namespace) -> Any:
     monitor = start_live_view(args.view, getattr(args, "host", None))
     print(f"hyperframes: live view at {monitor.url}", file=sys.stderr)
     return monitor
-
-
-def port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be in 0..65535, got {value}")
-    return value
 
 
 def run_view(args: argparse.Namespace) -> int:
