@@ -70,6 +70,7 @@ class Header:
     tier: str
     records: tuple[Record, ...]
     payload_start: int
+    predictor: str = "none"
 
     @property
     def count(self) -> int:
@@ -86,6 +87,10 @@ class Header:
             out.append(self.records[out[-1]].ref)
         out.reverse()
         return out
+
+
+PREDICTORS = ("none", "gradient")
+"""Spatial predictors applied to raw records before zstd (see ``codec``)."""
 
 
 def pack(meta: dict[str, Any], records: list[Record], payload: bytes) -> bytes:
@@ -121,8 +126,11 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise StoreCorrupt(f"group header is not valid JSON: {exc}") from None
     keys = {"dtype", "shape", "base", "layout", "tier", "frames"}
-    if not isinstance(head, dict) or set(head) != keys:
+    if not isinstance(head, dict) or set(head) - {"predictor"} != keys:
         raise StoreCorrupt(f"group header must have exactly the keys {sorted(keys)}")
+    predictor = head.get("predictor", "none")
+    if predictor not in PREDICTORS:
+        raise StoreCorrupt(f"group header: unknown predictor {predictor!r}")
     if head["dtype"] not in FRAME_DTYPES:
         raise StoreCorrupt(f"group header: unsupported dtype {head['dtype']!r}")
     dtype = np.dtype(head["dtype"])
@@ -147,7 +155,11 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
             j, steps = records[j].ref, steps + 1
             if steps > count:
                 raise StoreCorrupt(f"group header: frame {i}'s references form a cycle")
-    return Header(dtype, shape, base, head["layout"], head["tier"], records, PREFIX + size)
+    if predictor != "none" and (dtype != np.uint8 or len(shape) < 2):
+        raise StoreCorrupt("group header: the gradient predictor needs uint8 frames of 2+ dims")
+    return Header(
+        dtype, shape, base, head["layout"], head["tier"], records, PREFIX + size, predictor
+    )
 
 
 def _record(entry: Any, index: int, count: int, payload_len: int) -> Record:
