@@ -217,15 +217,11 @@ def analyze(
 
 def plot_timeline(analysis: Analysis, path: str) -> None:
     """Write a PNG of the adjacent-MSE timeline with the boundaries marked."""
-    try:
-        import matplotlib
+    from .metrics.timeline import figure_class
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("plots need matplotlib: pip install 'hyperframes-engine[plot]'") from exc
     distances = analysis.distances
-    fig, ax = plt.subplots(figsize=(12, 3.5))
+    fig = figure_class()(figsize=(12, 3.5))
+    ax = fig.subplots()
     ax.semilogy(np.arange(1, len(distances)), np.maximum(distances[1:], 1e-12), lw=0.8)
     for b in analysis.boundaries[1:]:
         ax.axvline(b, color="tab:red", alpha=0.3, lw=0.6)
@@ -236,4 +232,3 @@ def plot_timeline(analysis: Analysis, path: str) -> None:
     ax.legend(loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)

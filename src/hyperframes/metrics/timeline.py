@@ -7,7 +7,7 @@ Memory stays bounded at any run length: when ``max_samples`` are held, every oth
 sample is dropped and the interval doubles (:func:`thin`), so the samples stay evenly
 spaced over the whole run. After the run, :meth:`Timeline.write_plots` draws stage
 utilisation over time and queue depth over time as PNGs (needs matplotlib, the
-``[plot]`` extra, imported in :func:`_figure_class` only).
+``[plot]`` extra, imported in :func:`figure_class` only).
 
 Example:
     >>> timeline = Timeline(interval_s=0.5)
@@ -182,7 +182,7 @@ class Timeline:
         Raises:
             ImportError: matplotlib is not installed (says how to install it).
         """
-        figure_class = _figure_class()
+        make_figure = figure_class()
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         samples = self.samples
@@ -192,7 +192,7 @@ class Timeline:
         ]
         written = []
         for name, lines, ylabel in series:
-            fig = figure_class(figsize=(10, 4))
+            fig = make_figure(figsize=(10, 4))
             ax = fig.add_subplot()
             for label, points in lines.items():
                 if points:
@@ -212,13 +212,14 @@ class Timeline:
 
 def require_plotting() -> None:
     """Raise the install message now if plots cannot be drawn (before a long run)."""
-    _figure_class()
+    figure_class()
 
 
-def _figure_class() -> Any:
-    """matplotlib's ``Figure`` (drawn with Agg, no pyplot state): the one matplotlib import."""
+def figure_class() -> Any:
+    """matplotlib's ``Figure`` (drawn with Agg, no pyplot state): the one matplotlib import
+    in hyperframes, shared by every plot."""
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise ImportError(f"--plot-dir needs matplotlib: {INSTALL}") from exc
+        raise ImportError(f"plots need matplotlib: {INSTALL}") from exc
     return Figure
