@@ -244,3 +244,23 @@ def test_smooth_frames_compress_better_with_the_predictor():
     plain = sum(len(zstandard.ZstdCompressor(level=3).compress(f.tobytes())) for f in frames)
     assert len(group.data) < plain
     np.testing.assert_array_equal(decode_group(group.data), frames)
+
+
+@pytest.mark.parametrize(
+    ("shape", "transformed"), [((9, 7, 3), True), ((9, 7, 4), False), ((9, 7), False)]
+)
+def test_colour_transform_for_lossless_rgb_only(shape, transformed):
+    from hyperframes.hyper.codec import _rct, _unrct
+
+    rng = np.random.default_rng(11)
+    frames = rng.integers(0, 256, (6, *shape), dtype=np.uint8)
+    frames[3] = frames[2]  # a copy record in the transformed space
+    group = encode_group(frames)
+    assert (b'"transform":"rct"' in bytes(group.data[:4096])) == transformed
+    np.testing.assert_array_equal(decode_group(group.data), frames)
+    for i in range(6):
+        np.testing.assert_array_equal(decode_frame(group.data, i), frames[i])
+    if transformed:
+        np.testing.assert_array_equal(_unrct(_rct(frames)), frames)
+        lossy = encode_group(frames, tier="psnr", psnr=40)
+        assert b'"transform"' not in bytes(lossy.data[:4096])

@@ -71,6 +71,7 @@ class Header:
     records: tuple[Record, ...]
     payload_start: int
     predictor: str = "none"
+    transform: str = "none"
 
     @property
     def count(self) -> int:
@@ -90,6 +91,8 @@ class Header:
 
 
 PREDICTORS = ("none", "gradient")
+TRANSFORMS = ("none", "rct")
+"""Colour transforms applied to a whole lossless group before coding (see ``codec``)."""
 """Spatial predictors applied to raw records before zstd (see ``codec``)."""
 
 
@@ -126,11 +129,14 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise StoreCorrupt(f"group header is not valid JSON: {exc}") from None
     keys = {"dtype", "shape", "base", "layout", "tier", "frames"}
-    if not isinstance(head, dict) or set(head) - {"predictor"} != keys:
+    if not isinstance(head, dict) or set(head) - {"predictor", "transform"} != keys:
         raise StoreCorrupt(f"group header must have exactly the keys {sorted(keys)}")
     predictor = head.get("predictor", "none")
     if predictor not in PREDICTORS:
         raise StoreCorrupt(f"group header: unknown predictor {predictor!r}")
+    transform = head.get("transform", "none")
+    if transform not in TRANSFORMS:
+        raise StoreCorrupt(f"group header: unknown colour transform {transform!r}")
     if head["dtype"] not in FRAME_DTYPES:
         raise StoreCorrupt(f"group header: unsupported dtype {head['dtype']!r}")
     dtype = np.dtype(head["dtype"])
@@ -157,8 +163,18 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
                 raise StoreCorrupt(f"group header: frame {i}'s references form a cycle")
     if predictor != "none" and (dtype != np.uint8 or len(shape) < 2):
         raise StoreCorrupt("group header: the gradient predictor needs uint8 frames of 2+ dims")
+    if transform != "none" and (dtype != np.uint8 or shape[-1] != 3 or head["tier"] != "lossless"):
+        raise StoreCorrupt("group header: the colour transform needs lossless uint8 RGB frames")
     return Header(
-        dtype, shape, base, head["layout"], head["tier"], records, PREFIX + size, predictor
+        dtype,
+        shape,
+        base,
+        head["layout"],
+        head["tier"],
+        records,
+        PREFIX + size,
+        predictor,
+        transform,
     )
 
 

@@ -20,6 +20,10 @@ Layouts (lossless):
   slow motion, but a frame may need every record between it and the base.
 - ``"independent"``: every frame compressed alone.
 
+Colour transform: lossless RGB uint8 groups are coded as (G, R - G, B - G) modulo 256
+(the reversible colour transform), which zstd packs 3-15 % smaller on the real clips; it is
+linear modulo 256, so chains are decoded in its space and inverted once per frame.
+
 Spatial prediction: for uint8 frames every raw record (bases, frames stored alone) holds
 its 2-D gradient residual (value - left - up + up-left, modulo 256), which zstd packs far
 better than the values (a 720p bigbuckbunny frame: 77 % -> 50 % of raw; a store of the whole
@@ -158,10 +162,12 @@ def encode_group(
     b = 0 if base == "first" or layout == "independent" else n // 2
     cctx = zstd.ZstdCompressor(level=level, write_checksum=True)
     predictor = _predictor_for(arr)
+    transform = _transform_for(arr, tier)
     if tier == "lossless":
         used: str = layout
+        coded = _rct(arr) if transform == "rct" else arr
         records, parts = _encode_lossless(
-            arr, b, used, cctx, fallback=layout == "auto", predictor=predictor
+            coded, b, used, cctx, fallback=layout == "auto", predictor=predictor
         )
         scores = (math.inf,) * n
     else:
@@ -174,6 +180,8 @@ def encode_group(
     meta.update(layout=used, tier=tier)
     if predictor != "none":
         meta["predictor"] = predictor
+    if transform != "none":
+        meta["transform"] = transform
     data = fmt.pack(meta, records, b"".join(parts))
     return EncodedGroup(data, n, tuple(arr.shape[1:]), arr.dtype, tier, used, tuple(scores))
 
@@ -206,7 +214,8 @@ def decode_frame(data: bytes | bytearray | memoryview, index: int) -> np.ndarray
     for j in header.chain(int(index)):
         value = _decode_record(view, header, j, value, dctx)
     assert value is not None
-    return value.reshape(header.shape)
+    frame = value.reshape(header.shape)
+    return _unrct(frame) if header.transform == "rct" else frame
 
 
 def decode_group(data: bytes | bytearray | memoryview) -> np.ndarray:
@@ -225,7 +234,8 @@ def decode_group(data: bytes | bytearray | memoryview) -> np.ndarray:
                 ref = header.records[j].ref
                 out[j] = _decode_record(view, header, j, out[ref] if ref >= 0 else None, dctx)
                 done[j] = True
-    return out.reshape(header.count, *header.shape)
+    frames = out.reshape(header.count, *header.shape)
+    return _unrct(frames) if header.transform == "rct" else frames
 
 
 # -- encoding ---------------------------------------------------------------------------
@@ -283,6 +293,31 @@ def _ungradient(r: np.ndarray) -> np.ndarray:
     out = np.cumsum(r, axis=1, dtype=np.uint8)
     for i in range(1, out.shape[0]):
         np.add(out[i - 1], out[i], out=out[i])
+    return out
+
+
+def _transform_for(arr: np.ndarray, tier: str) -> str:
+    return "rct" if tier == "lossless" and arr.dtype == np.uint8 and arr.shape[-1] == 3 else "none"
+
+
+def _rct(frames: np.ndarray) -> np.ndarray:
+    """RGB to (G, R - G, B - G) modulo 256, over the last axis: the reversible colour
+    transform. It is linear modulo 256, so deltas can be taken and summed in its space."""
+    out = np.empty_like(frames)
+    g = frames[..., 1]
+    out[..., 0] = g
+    np.subtract(frames[..., 0], g, out=out[..., 1])
+    np.subtract(frames[..., 2], g, out=out[..., 2])
+    return out
+
+
+def _unrct(coded: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`_rct`."""
+    out = np.empty_like(coded)
+    g = coded[..., 0]
+    out[..., 1] = g
+    np.add(coded[..., 1], g, out=out[..., 0])
+    np.add(coded[..., 2], g, out=out[..., 2])
     return out
 
 
