@@ -186,3 +186,30 @@ def test_missing_client_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "prometheus_client.core", None)
     with pytest.raises(ImportError, match=r"pip install 'hyperframes-engine\[metrics\]'"):
         PrometheusExporter(port=0)
+
+
+def test_metrics_port_in_the_api_serves_during_the_run():
+    import socket
+    import urllib.request
+
+    import numpy as np
+
+    from hyperframes import Pipeline
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    scraped = []
+
+    def scrape(i, frame):
+        if i == 0:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                scraped.append(r.read().decode())
+
+    frames = np.zeros((64, 8, 8, 3), np.uint8)
+    Pipeline.from_frames(frames, batch_size=8).map(np.bitwise_not).for_each(scrape).run(
+        metrics_port=port
+    )
+    assert scraped and "hyperframes_stage_frames_total" in scraped[0]
+    with pytest.raises(OSError):  # the server is gone after the run
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)

@@ -22,44 +22,10 @@ from typing import Any
 
 from .. import Pipeline, RunReport
 from ..engine.runner import Monitor
+from ..metrics.monitors import Monitors
 from ..metrics.prometheus import DEFAULT_HOST, PrometheusExporter
 from ..metrics.timeline import Timeline, require_plotting
 from .common import port_number, progress_for
-
-
-class Monitors:
-    """Several monitors as one: started in order, stopped in reverse order.
-
-    Every part is stopped even if one fails to stop; the first such error is re-raised.
-    """
-
-    def __init__(self, parts: list[Monitor]) -> None:
-        self.parts = list(parts)
-
-    def start(self, snapshot: Callable[[], dict[str, Any]]) -> None:
-        started: list[Monitor] = []
-        try:
-            for part in self.parts:
-                part.start(snapshot)
-                started.append(part)
-        except BaseException:
-            for part in reversed(started):
-                part.stop(None)
-            raise
-
-    def stop(self, report: RunReport | None) -> None:
-        error: BaseException | None = None
-        for part in reversed(self.parts):
-            try:
-                part.stop(report)
-            except BaseException as exc:
-                error = error or exc
-        if error is not None:
-            raise error
-
-    def find(self, kind: type) -> Any:
-        """The first part of type ``kind``, or None."""
-        return next((p for p in self.parts if isinstance(p, kind)), None)
 
 
 class _Announce:

@@ -273,6 +273,8 @@ class Pipeline:
         allow_failures: int = 0,
         executor: str | Executor = "threads",
         monitor: Monitor | None = None,
+        metrics_port: int | None = None,
+        metrics_host: str = "127.0.0.1",
     ) -> RunReport:
         """Run the pipeline to the end and return its report.
 
@@ -292,11 +294,20 @@ class Pipeline:
                 :class:`~hyperframes.executors.Executor`.
             monitor: watches the run live (metrics exporters, dashboards); see
                 :class:`~hyperframes.engine.runner.Monitor`.
+            metrics_port: serve Prometheus metrics of the run on this port while it runs
+                (0 picks a free one); see ``hyperframes.metrics.prometheus``.
+            metrics_host: the interface for ``metrics_port``; loopback unless you say so.
 
         Raises:
             The first exception of any stage, unchanged, with a note naming the stage, batch
             and frames. Every thread is joined and every slot released before it is raised.
         """
+        if metrics_port is not None:
+            from ..metrics.monitors import Monitors
+            from ..metrics.prometheus import PrometheusExporter
+
+            exporter = PrometheusExporter(port=metrics_port, host=metrics_host)
+            monitor = Monitors([exporter] if monitor is None else [exporter, monitor])
         runner = Runner(
             self.source,
             self.stages,
