@@ -186,7 +186,7 @@ class ImageSequenceSource(Source):
                 return False
             raise CorruptFrame(
                 f"frame {number} ({str(path)!r}) cannot be read as an image; "
-                "pass on_corrupt='skip' to leave unreadable files out",
+                "pass on_corrupt='skip' (--on-corrupt skip) to leave unreadable files out",
                 frame=number,
             )
         if image.shape[:2] != self.spec.shape[:2]:

@@ -256,7 +256,7 @@ class VideoSource(Source):
             raise MediaError(
                 f"{str(self.path)!r} ends at {self._last_time:.3f} s but declares "
                 f"{declared_end:.3f} s; the file looks truncated: pass on_corrupt='skip' "
-                "to read what is there"
+                "(--on-corrupt skip) to read what is there"
             )
 
     def _window(
@@ -327,7 +327,7 @@ class VideoSource(Source):
             return
         raise CorruptFrame(
             f"frame {number} of {str(self.path)!r} cannot be decoded ({why}); "
-            "pass on_corrupt='skip' to leave damaged frames out",
+            "pass on_corrupt='skip' (--on-corrupt skip) to leave damaged frames out",
             frame=number,
         )
 
