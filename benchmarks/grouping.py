@@ -26,7 +26,7 @@ import importlib.util
 import time
 from pathlib import Path
 
-from hyperframes import Pipeline
+from hyperframes import Pipeline, Sink
 from hyperframes.analysis import analyze
 from hyperframes.io.video import VideoSource
 
@@ -60,14 +60,6 @@ def decode_only(path: Path) -> int:
 
 def group(path: Path, distance: str) -> list[int]:
     starts: list[int] = []
-
-    def keep(ids, frames):  # type: ignore[no-untyped-def]
-        return None
-
-    class Starts:
-        pass
-
-    from hyperframes import Sink
 
     class Boundaries(Sink):
         def write(self, frames, index, meta):  # type: ignore[no-untyped-def]

@@ -137,7 +137,12 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
             pix_fmt=pix_fmt,
         )  # fmt: skip
 
-    source = make() if args.loop == 1 else Looped(make, times=args.loop)
+    if args.loop > 1:
+        source: VideoSource | Looped = Looped(make, times=args.loop)
+    elif planar or args.on_corrupt != "fail":
+        source = make()
+    else:
+        source = probe_source  # already open for the same frames: no second probe
     sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None)
     pipeline = Pipeline.from_source(source, batch_size=args.batch_size or 16)
     if args.size:

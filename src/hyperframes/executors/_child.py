@@ -29,6 +29,8 @@ def serve(conn: Connection) -> None:
     maps = BlockMaps()
     try:
         _, payload = conn.recv()
+        # the stage function, pickled by our own parent process over this private pipe
+        # (never data from a file or a store)
         fn = pickle.loads(payload)
     except EOFError:
         return

@@ -41,7 +41,7 @@ class Failure:
     def of(cls, exc: BaseException) -> Failure:
         text = "".join(traceback.format_exception(exc))
         error: BaseException | None = exc
-        try:
+        try:  # can the exception cross back to the parent as itself?
             pickle.loads(pickle.dumps(exc))
         except Exception:
             error = None
