@@ -259,10 +259,16 @@ def test_reuse_with_workers_splits_the_computed_frames_and_keeps_results():
     frames = scenes([20, 20, 20], noise=40, seed=5)  # noisy: most frames are computed
     threads = set()
     lock = threading.Lock()
+    together = threading.Barrier(2, timeout=20)  # the first two chunks must run at once
+    calls = []
 
     def scene_of(batch):
         with lock:
             threads.add(threading.current_thread().name)
+            calls.append(1)
+            first_two = len(calls) <= 2
+        if first_two:
+            together.wait()
         return [int(f[0, 0, 0]) for f in batch]
 
     sink = Rows("scene")
