@@ -6,6 +6,7 @@ sent by value (cloudpickle), since Ray workers cannot import test modules.
 
 from __future__ import annotations
 
+import mmap
 import sys
 from pathlib import Path
 
@@ -43,6 +44,14 @@ def half_size_float(frames):
 
 def mean_per_frame(frames):
     return [float(f.mean()) for f in frames]
+
+
+def in_shared_memory(frames):
+    """Per frame: does the actor see the pool's own shared memory (not a copy)?"""
+    base = frames
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return [isinstance(base, mmap.mmap)] * len(frames)
 
 
 def node_per_frame(frames):
@@ -84,11 +93,14 @@ def cluster():
     cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
-@pytest.fixture
-def executor(cluster):
+@pytest.fixture(params=[True, False], ids=["shared-memory", "object-store"])
+def executor(cluster, request):
     from hyperframes.executors.ray import RayExecutor
 
-    return RayExecutor()
+    made = RayExecutor(shared_memory=request.param)
+    yield made
+    made.close()
+    assert not [n for n in made.blocks.created if Path("/dev/shm", n).exists()]
 
 
 def frames_of(n=40):
@@ -122,6 +134,15 @@ def test_map_changing_shape_windows_and_values(cluster):
         sink
     ).run(executor=RayExecutor())
     assert sink.values == [float(f.mean()) for f in frames]
+
+
+def test_actors_on_the_drivers_host_work_in_shared_memory(executor):
+    sink = Rows("shared")
+    Pipeline.from_frames(frames_of(16), batch_size=4).map(
+        in_shared_memory, into="shared", workers=2
+    ).to(sink).run(executor=executor)
+    assert sink.values == [executor.shared_memory] * 16
+    assert bool(executor.blocks.created) == executor.shared_memory
 
 
 def test_render_runs_on_both_nodes(executor):

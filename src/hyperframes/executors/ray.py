@@ -6,8 +6,10 @@ Two ways to use a cluster:
   driver; each stage gets ``workers`` Ray actors (spread over the nodes), and each of
   the stage's engine threads calls one actor at a time and waits, so a stage never has
   more than ``workers`` batches out on the cluster (the engine's pools bound the rest)
-  and order is restored at the sink as in a local run. Batches travel through Ray's
-  object store; the result of an in-place stage is copied back into its pool slot.
+  and order is restored at the sink as in a local run. Pools are shared memory: an
+  actor on the driver's host works on the pool slots themselves and only handles
+  cross Ray; for an actor on another host, batches travel through Ray's object store
+  and the result of an in-place stage is copied back into its pool slot.
 * **Chunked** (:meth:`RayExecutor.run_chunked`). One long video is cut at keyframes into
   segments; a Ray task decodes, processes and encodes each segment on its own (with a
   halo of extra frames for windowed stages), and the segments are joined by stream
@@ -22,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -33,7 +36,8 @@ import numpy as np
 from ..engine.frames import committed_memory
 from ..errors import StageError
 from ._ray_actor import Answer, StageActor, pack
-from ._wire import reraised
+from ._shm import SharedBlocks
+from ._wire import Shared, reraised
 
 INSTALL = "pip install 'hyperframes-engine[ray]'"
 
@@ -49,30 +53,49 @@ def import_ray() -> Any:
     return ray
 
 
-class _RayRemote:
-    """``fn`` as called from the engine's threads: each call goes to an idle actor."""
+def _actor_died(stage: str, exc: BaseException) -> StageError:
+    return StageError(
+        f"stage {stage!r}: its Ray actor died ({exc}); the run stopped (a node was lost, "
+        "the actor ran out of memory, or the function could not be loaded on the worker)"
+    )
 
-    def __init__(self, ray: Any, actors: list[Any], *, stage: str) -> None:
-        self._ray, self._stage = ray, stage
-        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+class _RayRemote:
+    """``fn`` as called from the engine's threads: each call goes to an idle actor.
+
+    ``actors`` pairs each actor with whether it maps the driver's shared ``blocks``: a
+    bool, or the pending answer of its probe (read at its first call, so actors start
+    while the run allocates its pools).
+    """
+
+    def __init__(
+        self, ray: Any, actors: list[tuple[Any, Any]], blocks: SharedBlocks, *, stage: str
+    ) -> None:
+        self._ray, self._blocks, self._stage = ray, blocks, stage
+        self._idle: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
         for actor in actors:
             self._idle.put(actor)
 
+    def _send(self, value: Any, shared: bool) -> Any:
+        where = self._blocks.locate(value) if shared else None
+        return pack(value) if where is None else Shared(where)
+
     def __call__(self, *args: Any) -> Any:
         ray = self._ray
-        actor = self._idle.get()
+        actor, shared = self._idle.get()
         try:
-            answer: Answer = ray.get(actor.call.remote(*[pack(a) for a in args]))
+            if not isinstance(shared, bool):
+                shared = bool(ray.get(shared))
+            sent = [self._send(a, shared) for a in args]
+            answer: Answer = ray.get(actor.call.remote(*sent))
         except ray.exceptions.RayActorError as exc:
-            raise StageError(
-                f"stage {self._stage!r}: its Ray actor died ({exc}); the run stopped (a node "
-                "was lost, the actor ran out of memory, or the function could not be loaded "
-                "on the worker)"
-            ) from exc
+            raise _actor_died(self._stage, exc) from exc
         finally:
-            self._idle.put(actor)
+            self._idle.put((actor, shared))
         if answer.failure is not None:
             raise reraised(answer.failure, stage=self._stage, where="a Ray actor")
+        if isinstance(answer.value, Shared):
+            return self._blocks.view(answer.value.where)
         if answer.same_as is not None:
             target = args[answer.same_as]
             np.copyto(target, answer.value)
@@ -93,13 +116,18 @@ class RayExecutor:
             ``num_cpus``, ``num_gpus``, ``resources``, ``scheduling_strategy``); by
             default an actor reserves no CPU and actors go round robin over the nodes
             that have the resources asked for.
+        shared_memory: put the pools in shared memory, so actors on the driver's host
+            work on them in place (the default); ``False`` sends every batch through
+            Ray's object store, as for actors on other hosts.
         init_kwargs: passed to ``ray.init`` when this executor starts Ray.
 
     Note:
-        Every batch crosses the object store twice (there and back) and is copied once
-        more into a writable array on the actor. For cheap stages that is slower than
-        threads on one machine; it pays when a stage is costly per frame or needs the
-        resources of other nodes (see docs/executors.md for measured figures).
+        For an actor on another host, every batch crosses the object store twice (there
+        and back) and is copied once more into a writable array on the actor: for cheap
+        stages that is slower than threads on one machine, and pays when a stage is
+        costly per frame or needs the resources of other nodes (see docs/executors.md
+        for measured figures). Whether an actor shares the driver's host is tested, not
+        guessed: it must map a probe block and read back its random token.
     """
 
     name = "ray"
@@ -109,6 +137,7 @@ class RayExecutor:
         address: str | None = None,
         *,
         actor_options: dict[str, Any] | None = None,
+        shared_memory: bool = True,
         **init_kwargs: Any,
     ) -> None:
         self._ray = import_ray()
@@ -119,17 +148,33 @@ class RayExecutor:
         self._actor_class = self._ray.remote(StageActor)
         self._actors: list[Any] = []
         self._lock = threading.Lock()
+        self.shared_memory = shared_memory
+        self.blocks = SharedBlocks()
+        self._probe: tuple[str, bytes] | None = None
 
     def allocate(self, nbytes: int) -> Any:
-        """Pools stay in the driver's memory."""
-        return committed_memory(nbytes)
+        """A pool block in the driver's host: shared memory unless ``shared_memory=False``."""
+        return self.blocks.create(nbytes) if self.shared_memory else committed_memory(nbytes)
 
     def remote(self, fn: Callable[..., Any], *, stage: str, workers: int) -> Callable[..., Any]:
         """Start ``workers`` actors running ``fn``; return the callable that feeds them."""
         made = [self._actor_class.options(**self._options()).remote(fn) for _ in range(workers)]
         with self._lock:
             self._actors += made
-        return _RayRemote(self._ray, made, stage=stage)
+        return _RayRemote(self._ray, [(a, self._shares(a)) for a in made], self.blocks, stage=stage)
+
+    def _shares(self, actor: Any) -> Any:
+        """Whether ``actor`` maps the driver's shared memory: ``False``, or its probe's answer."""
+        if not self.shared_memory:
+            return False
+        if self._probe is None:
+            token = os.urandom(16)
+            buffer = self.blocks.create(len(token))
+            buffer[: len(token)] = token
+            where = self.blocks.locate(np.frombuffer(buffer, np.uint8))
+            assert where is not None
+            self._probe = (where.block, token)
+        return actor.sees.remote(*self._probe)
 
     def _options(self) -> dict[str, Any]:
         """The next actor's options: round robin over the alive nodes unless told otherwise."""
@@ -152,11 +197,15 @@ class RayExecutor:
         return options
 
     def close(self) -> None:
-        """End this run's actors (Ray itself keeps running for later runs)."""
+        """End this run's actors and unlink its shared memory (Ray itself keeps running)."""
         with self._lock:
             actors, self._actors = self._actors, []
-        for actor in actors:
-            self._ray.kill(actor)
+        try:
+            for actor in actors:
+                self._ray.kill(actor)
+        finally:
+            self._probe = None
+            self.blocks.unlink_all()
 
     def run_chunked(
         self,
