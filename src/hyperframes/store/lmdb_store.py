@@ -43,10 +43,19 @@ from .table import GroupTable, read_rows
 from .writer import StoreWriter
 
 Decode = Literal["auto", "group", "frame"]
-GROUP_DECODE_MAX = 8
-"""``decode="auto"`` decodes whole hyperframes of up to this many frames on a miss."""
 READ_AHEAD_REACH = 8
-"""An access within this many frames after the previous one counts as moving forward."""
+"""An access within this many frames of the previous one is a local move (playback or
+scrubbing), not a jump."""
+
+
+def is_local_move(frame: int, last: int | None) -> bool:
+    """Whether an access to ``frame`` after one to ``last`` moves by 1..READ_AHEAD_REACH."""
+    return last is not None and 0 < abs(frame - last) <= READ_AHEAD_REACH
+
+
+def decodes_group(decode: Decode, frame: int, last: int | None) -> bool:
+    """Whether a miss on ``frame`` (after an access to ``last``) decodes its whole group."""
+    return decode == "group" or (decode == "auto" and is_local_move(frame, last))
 
 
 def read_ahead_group(frame: int, last: int | None, group: int, groups: int) -> int | None:
@@ -55,7 +64,7 @@ def read_ahead_group(frame: int, last: int | None, group: int, groups: int) -> i
     Moving forward (``0 < frame - last <= READ_AHEAD_REACH``) reads the next group;
     moving back by as much reads the previous one.
     """
-    if last is None or frame == last or abs(frame - last) > READ_AHEAD_REACH:
+    if last is None or not is_local_move(frame, last):
         return None
     target = group + 1 if frame > last else group - 1
     return target if 0 <= target < groups else None
@@ -71,9 +80,11 @@ class FrameStore:
         policy: the tiers' replacement policy, ``"s3fifo"`` (default) or ``"lru"``.
         decode: on a miss, ``"group"`` decodes the whole hyperframe and caches every frame
             of it (neighbours come almost free); ``"frame"`` decodes only the frame asked
-            for; ``"auto"`` (default) decodes groups of up to :data:`GROUP_DECODE_MAX`
-            frames whole and single frames of longer ones (a random frame of a 50-frame
-            720p group costs about 10 ms alone, 300 ms with its group).
+            for (and the records it depends on); ``"auto"`` (default) decodes the whole
+            group when the access moves locally (by 1..:data:`READ_AHEAD_REACH` frames
+            from the last one: playback, scrubbing) and only the frame on a jump (a
+            random frame of a 50-frame 720p group costs about 10 ms alone, 300 ms with
+            its group).
         read_ahead: read the next hyperframe in the background during sequential access.
 
     Raises:
@@ -380,11 +391,8 @@ class FrameStore:
         return fmt.checksum(frame) == int(self.groups.checksums[i])
 
     def _miss(self, i: int, g: int) -> np.ndarray:
-        first, stop = self.groups.span(g)
-        whole = self.decode == "group" or (
-            self.decode == "auto" and stop - first <= GROUP_DECODE_MAX
-        )
-        if not whole:
+        first, _ = self.groups.span(g)
+        if not decodes_group(self.decode, i, self._last):
             try:
                 frame = decode_frame(self._record(g), i - first)
             except StoreCorrupt as exc:
