@@ -146,3 +146,23 @@ def test_real_clip_round_trip_is_bit_exact(
         assert np.allclose(store.info.timestamps, chunk.meta["pts"])
         assert store.info.fps == 25.0 and store.info.time_base == "1/12800"
         assert np.array_equal(store[33], expected[33])
+
+
+def test_webp_intra_store_is_exact_smaller_and_kept_on_resume(
+    tmp_path: Path, clip_path: Callable[[str], Path]
+) -> None:
+    source = VideoSource(clip_path("bikes.mp4"), stop=24)
+    expected = np.empty((24, *source.spec.shape), np.uint8)
+    source.read_into(expected)
+    source.close()
+    sizes = {}
+    for intra in ("gradient", "webp"):
+        path = tmp_path / f"{intra}.hfs"
+        sizes[intra] = pack(expected, path, intra=intra)["stored_bytes"]
+        with FrameStore(path) as store:
+            assert store.header.intra == intra and store_info(path)["intra"] == intra
+            assert np.array_equal(store[0:24], expected)
+            assert np.array_equal(store.get_frame_at(17), expected[17])
+    assert sizes["webp"] < sizes["gradient"]
+    with pytest.raises(StoreError, match="intra=webp"):
+        StoreWriter(tmp_path / "webp.hfs", source.spec, resume=True)

@@ -216,3 +216,15 @@ def test_pack_json_report(video: Path, tmp_path: Path) -> None:
     assert report["frames"] == 200 and report["psnr_min"] >= 40
     again = run_cli("pack", str(video), str(tmp_path / "p.hfs"))
     assert again.returncode == 1 and "exists" in again.stderr
+
+
+def test_pack_intra_webp_from_the_cli(video: Path, tmp_path: Path, reference, capsys) -> None:
+    path = tmp_path / "webp.hfs"
+    args = ["pack", str(video), str(path), "--max-len", "8", "--intra", "webp", "--json"]
+    assert call(*args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["frames"] == 200
+    with FrameStore(path) as store:
+        assert store.header.intra == "webp" and np.array_equal(store[:], reference[1])
+    refused = run_cli("pack", str(video), str(path), "--max-len", "8", "--resume")
+    assert refused.returncode != 0 and "intra=webp" in refused.stderr

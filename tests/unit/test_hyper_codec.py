@@ -264,3 +264,45 @@ def test_colour_transform_for_lossless_rgb_only(shape, transformed):
         np.testing.assert_array_equal(_unrct(_rct(frames)), frames)
         lossy = encode_group(frames, tier="psnr", psnr=40)
         assert b'"transform"' not in bytes(lossy.data[:4096])
+
+
+def test_webp_intra_is_bit_exact_and_smaller_on_smooth_rgb():
+    y, x = np.mgrid[0:48, 0:80]
+    frame = np.stack([(x * 3 + y) % 256, (x + y * 2) % 256, (x ^ y) % 256], -1).astype(np.uint8)
+    frames = np.stack([np.roll(frame, 5 * k, axis=1) for k in range(6)])
+    frames[4] = frames[3]  # a copy record
+    frames[5, 10:20] = 7  # a small change: a delta
+    webp = encode_group(frames, intra="webp")
+    assert b'"predictor":"webp"' in bytes(webp.data[:4096])
+    np.testing.assert_array_equal(decode_group(webp.data), frames)
+    for i in range(6):
+        np.testing.assert_array_equal(decode_frame(webp.data, i), frames[i])
+    assert len(webp.data) < len(encode_group(frames).data)
+
+
+@pytest.mark.parametrize(
+    ("frames", "tier"),
+    [
+        (np.zeros((3, 8, 8), np.uint8), "lossless"),  # grey
+        (np.zeros((3, 8, 8, 4), np.uint8), "lossless"),  # RGBA
+        (np.zeros((3, 8, 8, 3), np.uint16), "lossless"),
+        (np.zeros((3, 8, 8, 3), np.uint8), "keyframe"),
+    ],
+)
+def test_webp_intra_falls_back_where_webp_cannot_be_exact(frames, tier):
+    group = encode_group(frames, intra="webp", tier=tier)
+    assert b'"predictor":"webp"' not in bytes(group.data[:4096])
+    np.testing.assert_array_equal(decode_group(group.data), frames)
+
+
+def test_damaged_webp_record_raises_store_corrupt():
+    frames = np.random.default_rng(2).integers(0, 256, (2, 16, 16, 3), dtype=np.uint8)
+    data = bytearray(encode_group(frames, layout="independent", intra="webp").data)
+    size = struct.unpack("<I", data[4:8])[0]
+    data[8 + size + 20 : 8 + size + 60] = bytes(40)  # inside the first WebP record
+    with pytest.raises(StoreCorrupt):
+        _decode_all(bytes(data))
+    head = json.loads(data[8 : 8 + size])
+    assert head["predictor"] == "webp"
+    with pytest.raises(StoreCorrupt, match="webp predictor needs uint8"):
+        _decode_all(_with_header(predictor="webp"))  # on uint16 frames

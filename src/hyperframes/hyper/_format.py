@@ -90,10 +90,10 @@ class Header:
         return out
 
 
-PREDICTORS = ("none", "gradient")
+PREDICTORS = ("none", "gradient", "webp")
+"""How raw records are coded: as is or as gradient residuals (then zstd), or as WebP."""
 TRANSFORMS = ("none", "rct")
 """Colour transforms applied to a whole lossless group before coding (see ``codec``)."""
-"""Spatial predictors applied to raw records before zstd (see ``codec``)."""
 
 
 def pack(meta: dict[str, Any], records: list[Record], payload: bytes) -> bytes:
@@ -162,9 +162,11 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
             if steps > count:
                 raise StoreCorrupt(f"group header: frame {i}'s references form a cycle")
     if predictor != "none" and (dtype != np.uint8 or len(shape) < 2):
-        raise StoreCorrupt("group header: the gradient predictor needs uint8 frames of 2+ dims")
+        raise StoreCorrupt(f"group header: the {predictor} predictor needs uint8 frames of 2+ dims")
     if transform != "none" and (dtype != np.uint8 or shape[-1] != 3 or head["tier"] != "lossless"):
         raise StoreCorrupt("group header: the colour transform needs lossless uint8 RGB frames")
+    if predictor == "webp" and (len(shape) != 3 or transform != "rct"):
+        raise StoreCorrupt("group header: WebP records need lossless uint8 RGB frames")
     return Header(
         dtype,
         shape,

@@ -31,6 +31,11 @@ clip: 37 % -> 29 %). Deltas stay as they are: the residual of a delta gained ~5 
 the decoding time of a frame. Decoding a raw record costs one 2-D prefix sum (~10 ms at
 720p). The header names the predictor; groups written without one decode as before.
 
+``intra="webp"`` codes the raw records of lossless uint8 RGB groups as lossless WebP
+(through OpenCV) instead: WebP's own predictors, colour transforms and context coding make
+them 20-30 % smaller than the gradient + zstd records on the real clips, at 3-10x the
+encoding time and about 2x the decoding time (``benchmarks/store.py``). Deltas stay zstd.
+
 Lossy tiers: ``"psnr"`` quantises each frame's difference to the base with the
 coarsest step that still meets the ``psnr`` target, checked on the decoded
 frame; ``"keyframe"`` stores the base only and every frame decodes to it.
@@ -59,6 +64,7 @@ from .distance import check_finite, peak_of
 from .quality import mse
 
 Layout = Literal["auto", "independent", "base", "chain"]
+Intra = Literal["gradient", "webp"]
 BasePosition = Literal["first", "middle"]
 Tier = Literal["lossless", "psnr", "keyframe"]
 
@@ -139,6 +145,7 @@ def encode_group(
     layout: Layout = "auto",
     base: BasePosition = "middle",
     level: int = 3,
+    intra: Intra = "gradient",
 ) -> EncodedGroup:
     """Encode a group of frames of one shape and dtype.
 
@@ -150,6 +157,9 @@ def encode_group(
             lossy tiers always reference the base.
         base: the base frame's position, ``"first"`` or ``"middle"``.
         level: zstd level, 1..22.
+        intra: how frames stored whole are coded: ``"gradient"`` (gradient residual +
+            zstd, fast) or ``"webp"`` (lossless WebP, smaller and slower; lossless uint8
+            RGB groups only, others use the gradient).
 
     Raises:
         FrameError: no frames, mismatched frames, an unsupported dtype, or (lossy tiers)
@@ -158,11 +168,13 @@ def encode_group(
     """
     arr = _as_group(frames)
     _check_options(tier, psnr, layout, base, level)
+    if intra not in ("gradient", "webp"):
+        raise ValueError(f"intra must be 'gradient' or 'webp', got {intra!r}")
     n = arr.shape[0]
     b = 0 if base == "first" or layout == "independent" else n // 2
     cctx = zstd.ZstdCompressor(level=level, write_checksum=True)
-    predictor = _predictor_for(arr)
     transform = _transform_for(arr, tier)
+    predictor = _predictor_for(arr, intra if transform == "rct" else "gradient")
     if tier == "lossless":
         used: str = layout
         coded = _rct(arr) if transform == "rct" else arr
@@ -321,8 +333,34 @@ def _unrct(coded: np.ndarray) -> np.ndarray:
     return out
 
 
-def _predictor_for(arr: np.ndarray) -> str:
-    return "gradient" if arr.dtype == np.uint8 and arr.ndim >= 3 else "none"
+WEBP_MAX_SIDE = 16383
+
+
+def _predictor_for(arr: np.ndarray, intra: str) -> str:
+    if arr.dtype != np.uint8 or arr.ndim < 3:
+        return "none"
+    if intra == "webp" and max(arr.shape[1:3]) <= WEBP_MAX_SIDE:
+        return "webp"
+    return "gradient"
+
+
+def _raw_blob(coded: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor) -> bytes:
+    """A frame stored whole (in the group's coded space) as record bytes."""
+    if predictor != "webp":
+        return cctx.compress(_planes(_uint(coded), predictor))
+    bgr = np.ascontiguousarray(_unrct(coded)[..., ::-1])
+    ok, buffer = cv2.imencode(".webp", bgr, [cv2.IMWRITE_WEBP_QUALITY, 101])  # 101: lossless
+    if not ok:  # pragma: no cover - OpenCV without WebP support
+        raise FrameError("OpenCV could not encode WebP; pack with intra='gradient'")
+    return buffer.tobytes()
+
+
+def _from_webp(blob: memoryview, shape: tuple[int, ...]) -> np.ndarray:
+    """A raw WebP record back in the group's coded (RCT) space, flat."""
+    bgr = cv2.imdecode(np.frombuffer(blob, np.uint8), cv2.IMREAD_UNCHANGED)
+    if bgr is None or bgr.shape != shape:
+        raise StoreCorrupt("a WebP record does not decode to a frame of the group's shape")
+    return _rct(bgr[..., ::-1]).reshape(-1)
 
 
 def _planes(a: np.ndarray, predictor: str = "none") -> bytes:
@@ -369,7 +407,7 @@ def _encode_lossless(
 ) -> tuple[list[fmt.Record], list[bytes]]:
     n = arr.shape[0]
     p = predictor
-    base_blob = cctx.compress(_planes(_uint(arr[b]), p))
+    base_blob = _raw_blob(arr[b], p, cctx)
     records: list[fmt.Record] = []
     parts: list[bytes] = []
     offset = 0
@@ -383,11 +421,11 @@ def _encode_lossless(
         elif ref >= 0:
             kind, blob = "delta", cctx.compress(_planes(cur - _uint(arr[ref])))
             if fallback and len(blob) > FALLBACK_RATIO * len(base_blob):
-                alone = cctx.compress(_planes(cur, p))
+                alone = _raw_blob(arr[i], p, cctx)
                 if len(alone) < len(blob):
                     kind, blob, ref = "raw", alone, -1
         else:
-            kind, blob = "raw", cctx.compress(_planes(cur, p))
+            kind, blob = "raw", _raw_blob(arr[i], p, cctx)
         records.append(fmt.Record(kind, ref, offset, len(blob)))
         parts.append(blob)
         offset += len(blob)
@@ -497,6 +535,9 @@ def _decode_record(
             raise StoreCorrupt(f"frame {j}: quantised records need uint8/16 or float frames")
         q = _read(view, header, rec, np.dtype(rec.qdtype), n, dctx)
         return _dequantise(ref, q.astype(np.float64), rec.step)
+    if rec.kind == "raw" and header.predictor == "webp":
+        start = header.payload_start + rec.offset
+        return _from_webp(view[start : start + rec.length], header.shape)
     values = _read(view, header, rec, np.dtype(f"<u{header.dtype.itemsize}"), n, dctx)
     if rec.kind == "raw" and header.predictor == "gradient":
         values = _ungradient(values.reshape(header.shape)).reshape(-1)

@@ -74,5 +74,6 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             file_bytes=size,
             grouping=store.header.grouping,
             level=store.header.level,
+            intra=store.header.intra,
         )
         return info

@@ -47,6 +47,7 @@ MAX_FRAME_BYTES = 1 << 31
 MAX_RECORD_BYTES = 1 << 40
 DTYPES = frozenset({"|u1", "<u2", "<u4", "<u8", "|i1", "<i2", "<i4", "<i8", "<f2", "<f4", "<f8"})
 TIERS = frozenset({"lossless", "psnr", "keyframe"})
+INTRA = frozenset({"gradient", "webp"})
 
 _ENTRY_MAGIC = b"HGT1"
 _ENTRY_HEAD = struct.Struct("<4sQIQQ")  # magic, first frame, count, record length, record hash
@@ -88,6 +89,8 @@ class StoreHeader:
         tier: the codec tier (``"lossless"``, ``"psnr"`` or ``"keyframe"``).
         psnr: the PSNR target of the ``"psnr"`` tier, else ``None``.
         level: the zstd level.
+        intra: how frames stored whole are coded, ``"gradient"`` or ``"webp"``
+            (see :func:`hyperframes.hyper.encode_group`).
         grouping: the grouping options the store was packed with (informative), or ``None``.
         created_by: the library version that created the store.
         version: the format version.
@@ -101,6 +104,7 @@ class StoreHeader:
     grouping: dict[str, Any] | None = None
     created_by: str = ""
     version: int = VERSION
+    intra: str = "gradient"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,7 +112,12 @@ class StoreHeader:
             "version": self.version,
             "spec": {"shape": list(self.spec.shape), "dtype": self.spec.dtype.str},
             "source": self.source,
-            "codec": {"tier": self.tier, "psnr": self.psnr, "level": self.level},
+            "codec": {
+                "tier": self.tier,
+                "psnr": self.psnr,
+                "level": self.level,
+                "intra": self.intra,
+            },
             "grouping": self.grouping,
             "checksum": "xxh3_64",
             "created_by": self.created_by,
@@ -116,8 +125,8 @@ class StoreHeader:
 
     def same_encoding(self, other: StoreHeader) -> bool:
         """Whether frames appended under ``other`` decode like those under ``self``."""
-        return (self.spec, self.tier, self.psnr, self.level, self.grouping) == (
-            other.spec, other.tier, other.psnr, other.level, other.grouping,
+        return (self.spec, self.tier, self.psnr, self.level, self.intra, self.grouping) == (
+            other.spec, other.tier, other.psnr, other.level, other.intra, other.grouping,
         )  # fmt: skip
 
 
@@ -210,8 +219,11 @@ def parse_header(raw: bytes | None) -> StoreHeader:
         raise StoreCorrupt(f"header: unknown checksum {head['checksum']!r}")
     spec = _parse_spec(head["spec"])
     codec = head["codec"]
-    if not isinstance(codec, dict) or set(codec) != {"tier", "psnr", "level"}:
-        raise StoreCorrupt("header: codec must be {tier, psnr, level}")
+    if not isinstance(codec, dict) or set(codec) - {"intra"} != {"tier", "psnr", "level"}:
+        raise StoreCorrupt("header: codec must be {tier, psnr, level, intra}")
+    intra = codec.get("intra", "gradient")  # stores packed before 0.2 have no "intra"
+    if intra not in INTRA:
+        raise StoreCorrupt(f"header: unknown codec intra {intra!r}")
     if codec["tier"] not in TIERS:
         raise StoreCorrupt(f"header: unknown codec tier {codec['tier']!r}")
     psnr = codec["psnr"]
@@ -229,7 +241,7 @@ def parse_header(raw: bytes | None) -> StoreHeader:
         raise StoreCorrupt("header: created_by must be a string")
     return StoreHeader(
         spec, source, codec["tier"], None if psnr is None else float(psnr), level, grouping,
-        head["created_by"], VERSION,
+        head["created_by"], VERSION, intra,
     )  # fmt: skip
 
 

@@ -35,6 +35,8 @@ class StoreSink(Sink):
         tier: ``"lossless"`` (default), ``"psnr"`` or ``"keyframe"``.
         psnr: the target in dB for ``tier="psnr"``.
         level: zstd level.
+        intra: how frames stored whole are coded, ``"gradient"`` or ``"webp"`` (smaller,
+            slower; see :class:`~hyperframes.store.writer.StoreWriter`).
         grouping: the grouping options, recorded in the header (and checked on resume).
         workers: encoding threads.
         resume: continue a partial store; the source must start at its first missing frame.
@@ -52,6 +54,7 @@ class StoreSink(Sink):
         tier: str = "lossless",
         psnr: float | None = None,
         level: int = 3,
+        intra: str = "gradient",
         grouping: dict[str, Any] | None = None,
         workers: int = 2,
         resume: bool = False,
@@ -59,7 +62,7 @@ class StoreSink(Sink):
     ) -> None:
         self.path = Path(path)
         self.options: dict[str, Any] = dict(
-            tier=tier, psnr=psnr, level=level, grouping=grouping, workers=workers,
+            tier=tier, psnr=psnr, level=level, intra=intra, grouping=grouping, workers=workers,
             resume=resume, overwrite=overwrite,
         )  # fmt: skip
         self._writer: StoreWriter | None = None

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import lmdb
 import numpy as np
@@ -32,6 +32,7 @@ from .._version import __version__
 from ..engine.frames import FrameSpec
 from ..errors import StoreError
 from ..hyper import decode_group, encode_group
+from ..hyper.codec import Intra, Tier
 from . import _env
 from . import format as fmt
 
@@ -61,6 +62,9 @@ class StoreWriter:
         tier: the codec tier, ``"lossless"`` (default), ``"psnr"`` or ``"keyframe"``.
         psnr: the PSNR target in dB for ``tier="psnr"``.
         level: zstd level, 1..22.
+        intra: how frames stored whole are coded: ``"gradient"`` (default, fast) or
+            ``"webp"`` (lossless WebP: 20-30 % smaller stores, several times slower to
+            pack; lossless uint8 RGB only, other frames use the gradient).
         grouping: the grouping options, recorded in the header.
         workers: encoding threads (zstd releases the GIL).
         resume: continue a partial store with the same settings.
@@ -81,6 +85,7 @@ class StoreWriter:
         tier: str = "lossless",
         psnr: float | None = None,
         level: int = 3,
+        intra: str = "gradient",
         grouping: dict[str, Any] | None = None,
         workers: int = 2,
         resume: bool = False,
@@ -90,12 +95,15 @@ class StoreWriter:
             raise ValueError(f"tier must be one of {sorted(fmt.TIERS)}, got {tier!r}")
         if (tier == "psnr") != (psnr is not None):
             raise ValueError("pass psnr= exactly when tier='psnr' (e.g. tier='psnr', psnr=45)")
+        if intra not in fmt.INTRA:
+            raise ValueError(f"intra must be one of {sorted(fmt.INTRA)}, got {intra!r}")
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         self.path = Path(path)
         self.header = fmt.StoreHeader(
-            spec, fmt.json_safe(dict(info or {})), tier, psnr, level, grouping, __version__
-        )
+            spec, fmt.json_safe(dict(info or {})), tier, psnr, level, grouping, __version__,
+            intra=intra,
+        )  # fmt: skip
         self._prepare(resume=resume, overwrite=overwrite)
         self._handles = _env.acquire(self.path, writable=True, create=True)
         self._env = self._handles.env
@@ -261,7 +269,8 @@ class StoreWriter:
             assert h.psnr is not None
             group = encode_group(frames, tier="psnr", psnr=h.psnr, level=h.level)
         else:
-            group = encode_group(frames, tier=h.tier, level=h.level)  # type: ignore[arg-type]
+            tier, intra = cast(Tier, h.tier), cast(Intra, h.intra)  # validated on parse
+            group = encode_group(frames, tier=tier, level=h.level, intra=intra)
         exact = group.tier == "lossless"
         decoded = frames if exact else decode_group(group.data)
         sums = tuple(fmt.checksum(frame) for frame in decoded)
@@ -311,7 +320,10 @@ class StoreWriter:
 
 
 def _settings(h: fmt.StoreHeader) -> str:
-    return f"{h.spec.describe()}, tier={h.tier}, psnr={h.psnr}, level={h.level}, {h.grouping}"
+    return (
+        f"{h.spec.describe()}, tier={h.tier}, psnr={h.psnr}, level={h.level}, "
+        f"intra={h.intra}, {h.grouping}"
+    )
 
 
 def _write_error(path: Path, exc: lmdb.Error, need: int) -> Exception:
