@@ -167,9 +167,10 @@ def main() -> int:
             simulate(zipf, starts, p, capacity, read_ahead=True, decode="group") for p in POLICIES
         ]
         cells = "".join(f"{p} {100 * r:.1f}%  " for p, r in zip(POLICIES, rates, strict=True))
+        oracle = static_oracle(zipf, capacity)
         print(
             f"  {100 * fraction:>3.0f}% resident: group decode: {cells}(s3fifo-lru "
-            f"{100 * (rates[1] - rates[0]):+.1f});  oracle {100 * static_oracle(zipf, capacity):.1f}%"
+            f"{100 * (rates[1] - rates[0]):+.1f});  oracle {100 * oracle:.1f}%"
         )
     print()
     print("targets")
