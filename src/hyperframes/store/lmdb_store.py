@@ -84,7 +84,7 @@ class FrameStore:
             group when the access moves locally (by 1..:data:`READ_AHEAD_REACH` frames
             from the last one: playback, scrubbing) and only the frame on a jump (a
             random frame of a 50-frame 720p group costs about 10 ms alone, 300 ms with
-            its group).
+            its group). A group is decoded whole only when the hot tier can hold it.
         read_ahead: read the next hyperframe in the background during sequential access.
 
     Raises:
@@ -391,8 +391,9 @@ class FrameStore:
         return fmt.checksum(frame) == int(self.groups.checksums[i])
 
     def _miss(self, i: int, g: int) -> np.ndarray:
-        first, _ = self.groups.span(g)
-        if not decodes_group(self.decode, i, self._last):
+        first, stop = self.groups.span(g)
+        fits = (stop - first) * self.spec.nbytes <= self.cache.hot.capacity
+        if not (fits and decodes_group(self.decode, i, self._last)):
             try:
                 frame = decode_frame(self._record(g), i - first)
             except StoreCorrupt as exc:
