@@ -193,7 +193,7 @@ def test_cli_verify_names_damaged_frames(
     path = tmp_path / "copy.hfs"
     shutil.copytree(reference[0], path)
     with FrameStore(path) as store:
-        record = store._record(3, cached=False)
+        record, _ = store._record(3, cached=False)
         first, stop = store.groups.span(3)
     data = bytearray((path / "data.mdb").read_bytes())
     at = data.find(record[-300:])

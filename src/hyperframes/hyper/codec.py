@@ -209,14 +209,19 @@ def read_group_info(data: bytes | bytearray | memoryview) -> GroupInfo:
     return GroupInfo(h.count, h.shape, h.dtype, h.base, h.layout, h.tier, touched)
 
 
-def decode_frame(data: bytes | bytearray | memoryview, index: int) -> np.ndarray:
+def decode_frame(
+    data: bytes | bytearray | memoryview, index: int, *, header: fmt.Header | None = None
+) -> np.ndarray:
     """Decode one frame, reading only its own record and its references'.
+
+    ``header`` is ``data``'s header when the caller parsed it already (it must come from
+    these very bytes: a store keeps it beside the checksummed record).
 
     Raises:
         IndexError: ``index`` is outside the group.
         StoreCorrupt: the bytes do not check out.
     """
-    header = fmt.parse_header(data)
+    header = header or fmt.parse_header(data)
     if isinstance(index, bool) or not isinstance(index, int | np.integer):
         raise TypeError(f"index must be an int, got {index!r}")
     if not 0 <= index < header.count:
@@ -230,13 +235,16 @@ def decode_frame(data: bytes | bytearray | memoryview, index: int) -> np.ndarray
     return _unrct(frame) if header.transform == "rct" else frame
 
 
-def decode_group(data: bytes | bytearray | memoryview) -> np.ndarray:
-    """Decode every frame of a group into one ``(n, *shape)`` array.
+def decode_group(
+    data: bytes | bytearray | memoryview, *, header: fmt.Header | None = None
+) -> np.ndarray:
+    """Decode every frame of a group into one ``(n, *shape)`` array (``header``: as for
+    :func:`decode_frame`).
 
     Raises:
         StoreCorrupt: the bytes do not check out.
     """
-    header = fmt.parse_header(data)
+    header = header or fmt.parse_header(data)
     view, dctx = memoryview(data), zstd.ZstdDecompressor()
     out = np.empty((header.count, math.prod(header.shape)), dtype=header.dtype)
     done = np.zeros(header.count, dtype=bool)

@@ -314,11 +314,12 @@ class FrameStore:
             raise IndexError(f"frame {int(index)} is out of range; valid indices: {valid}")
         return i
 
-    def _record(self, g: int, *, cached: bool = True) -> bytes:
+    def _record(self, g: int, *, cached: bool = True) -> tuple[bytes, group_format.Header]:
+        """Group ``g``'s record and its parsed header (kept together in the warm tier)."""
         if cached:
             held = self.cache.warm.get(g)
             if held is not None:
-                return bytes(held)
+                return held
         with self._cold_lock, self._begin() as txn:
             raw = txn.get(fmt.group_key(g), db=self._handles.records)
             data = None if raw is None else bytes(raw)
@@ -331,14 +332,14 @@ class FrameStore:
             )
         if fmt.checksum(data) != int(self.groups.record_hashes[g]):
             raise _corrupt(f"the record of {where} fails its checksum", span)
-        self._check_layout(data, where, span)
+        record = data, self._checked_header(data, where, span)
         if cached:
-            self.cache.warm.put(g, data, len(data))
-        return data
+            self.cache.warm.put(g, record, len(data))
+        return record
 
-    def _check_layout(self, data: bytes, where: str, span: range) -> None:
-        """Refuse a record whose own header disagrees with the table and the store header
-        before decoding it: its sizes decide what decoding allocates."""
+    def _checked_header(self, data: bytes, where: str, span: range) -> group_format.Header:
+        """The record's own header, refused if it disagrees with the table and the store
+        header before decoding: its sizes decide what decoding allocates."""
         try:
             head = group_format.parse_header(data)
         except StoreCorrupt as exc:
@@ -349,6 +350,7 @@ class FrameStore:
                 f"the record of {where} holds {got}, but the header says "
                 f"{self.spec.describe()} and the table {len(span)} frames", span,
             )  # fmt: skip
+        return head
 
     def _check(self, frame: np.ndarray, i: int, g: int) -> np.ndarray:
         if frame.shape != self.spec.shape or frame.dtype != self.spec.dtype:
@@ -363,9 +365,9 @@ class FrameStore:
 
     def _load_group(self, g: int, *, cached: bool = True) -> np.ndarray:
         first, stop = self.groups.span(g)
-        data = self._record(g, cached=cached)
+        data, header = self._record(g, cached=cached)
         try:
-            frames = decode_group(data)
+            frames = decode_group(data, header=header)
         except StoreCorrupt as exc:
             raise _corrupt(
                 f"group {g} (frames {first}..{stop - 1}): {exc}", range(first, stop)
@@ -395,7 +397,8 @@ class FrameStore:
         fits = (stop - first) * self.spec.nbytes <= self.cache.hot.capacity
         if not (fits and decodes_group(self.decode, i, self._last)):
             try:
-                frame = decode_frame(self._record(g), i - first)
+                data, header = self._record(g)
+                frame = decode_frame(data, i - first, header=header)
             except StoreCorrupt as exc:
                 raise _corrupt(f"frame {i} (group {g}): {exc}", [i]) from None
             frame = self._check(frame, i, g)
