@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from hyperframes.errors import FrameError, StoreCorrupt
+from hyperframes.hyper import _format as fmt
 from hyperframes.hyper import (
     decode_frame,
     decode_group,
@@ -306,3 +307,54 @@ def test_damaged_webp_record_raises_store_corrupt():
     assert head["predictor"] == "webp"
     with pytest.raises(StoreCorrupt, match="webp predictor needs uint8"):
         _decode_all(_with_header(predictor="webp"))  # on uint16 frames
+
+
+def _big_frames(n: int, h: int, w: int) -> np.ndarray:
+    y, x = np.mgrid[0:h, 0:w]
+    rng = np.random.default_rng(h)
+    base = np.stack([(x + y) % 256, (x * 2) % 256, (y * 3) % 256], -1).astype(np.uint8)
+    frames = np.stack([np.roll(base, 3 * k, axis=1) for k in range(n)])
+    frames[1] = frames[0]  # a copy
+    frames[-1] = rng.integers(0, 256, frames[-1].shape, dtype=np.uint8)  # stored alone
+    return frames
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(("h", "bands"), [(256, 2), (720, 4), (100, 1)])
+def test_large_frames_decode_in_bands_bit_exact(layout: str, h: int, bands: int) -> None:
+    frames = _big_frames(5, h, 512)
+    data = encode_group(frames, layout=layout).data
+    head = fmt.parse_header(data)
+    assert head.bands == bands
+    if bands > 1:
+        assert all(len(r.parts) == bands for r in head.records if r.kind in ("raw", "delta"))
+    np.testing.assert_array_equal(decode_group(data), frames)
+    for i in range(5):
+        np.testing.assert_array_equal(decode_frame(data, i), frames[i])
+
+
+def test_banded_headers_are_validated() -> None:
+    data = encode_group(_big_frames(3, 256, 512), layout="independent").data
+    size = struct.unpack("<I", data[4:8])[0]
+    head = json.loads(data[8 : 8 + size])
+
+    def forged(**changes: object) -> bytes:
+        text = json.dumps(dict(head, **changes)).encode()
+        return data[:4] + struct.pack("<I", len(text)) + text + data[8 + size :]
+
+    first = head["frames"][0]
+    lengths = first[6]
+    for frames in (
+        [[*first[:6], [lengths[0] + 1, lengths[1] - 1 - 1]]] + head["frames"][1:],  # sum off
+        [[*first[:6], [first[3]]]] + head["frames"][1:],  # one length for two bands
+        [first[:6]] + head["frames"][1:],  # no lengths at all
+    ):
+        with pytest.raises(StoreCorrupt):
+            _decode_all(forged(frames=frames))
+    swapped = [[*first[:6], lengths[::-1]]] + head["frames"][1:]  # wrong split point
+    if lengths[0] != lengths[1]:
+        with pytest.raises(StoreCorrupt):
+            _decode_all(forged(frames=swapped))
+    for bands in (0, 3, 10**6, "2"):
+        with pytest.raises(StoreCorrupt):
+            _decode_all(forged(bands=bands))

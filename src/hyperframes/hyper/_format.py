@@ -15,6 +15,11 @@ one entry per frame, offsets relative to the payload. ``kind`` is ``"raw"``
 ``qdtype``) or ``"copy"`` (the same pixels as ``ref``). Records are zstd frames
 with their content size and checksum. Every field is checked by
 :func:`parse_header` before use; failures raise :class:`StoreCorrupt`.
+
+Optional keys: ``"predictor"`` and ``"transform"`` (see ``codec``), and ``"bands": k``
+(2..64): every raw and delta record is then ``k`` zstd frames, one per horizontal band
+of rows (:meth:`Header.band_rows`), coded on its own so bands decode in parallel; their
+compressed lengths are a 7th field of the record's entry.
 """
 
 from __future__ import annotations
@@ -54,9 +59,12 @@ class Record:
     length: int
     step: float = 0.0
     qdtype: str = ""
+    parts: tuple[int, ...] = ()
+    """Compressed length of each band (banded groups); empty: one part of ``length``."""
 
     def to_json(self) -> list[Any]:
-        return [self.kind, self.ref, self.offset, self.length, self.step, self.qdtype]
+        fields = [self.kind, self.ref, self.offset, self.length, self.step, self.qdtype]
+        return [*fields, list(self.parts)] if self.parts else fields
 
 
 @dataclass(frozen=True)
@@ -72,10 +80,22 @@ class Header:
     payload_start: int
     predictor: str = "none"
     transform: str = "none"
+    bands: int = 1
 
     @property
     def count(self) -> int:
         return len(self.records)
+
+    def band_rows(self, band: int) -> tuple[int, int]:
+        """The rows ``[start, stop)`` of band ``band``."""
+        return band_rows(self.shape[0], self.bands, band)
+
+    def part(self, rec: Record, band: int) -> tuple[int, int]:
+        """Where band ``band`` of ``rec`` lies in the data: (start, length)."""
+        start = self.payload_start + rec.offset
+        if not rec.parts:
+            return start, rec.length
+        return start + sum(rec.parts[:band]), rec.parts[band]
 
     @property
     def frame_nbytes(self) -> int:
@@ -94,6 +114,14 @@ PREDICTORS = ("none", "gradient", "webp")
 """How raw records are coded: as is or as gradient residuals (then zstd), or as WebP."""
 TRANSFORMS = ("none", "rct")
 """Colour transforms applied to a whole lossless group before coding (see ``codec``)."""
+
+
+MAX_BANDS = 64
+
+
+def band_rows(height: int, bands: int, band: int) -> tuple[int, int]:
+    """Rows ``[start, stop)`` of band ``band`` when ``height`` rows are cut in ``bands``."""
+    return band * height // bands, (band + 1) * height // bands
 
 
 def pack(meta: dict[str, Any], records: list[Record], payload: bytes) -> bytes:
@@ -129,7 +157,7 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise StoreCorrupt(f"group header is not valid JSON: {exc}") from None
     keys = {"dtype", "shape", "base", "layout", "tier", "frames"}
-    if not isinstance(head, dict) or set(head) - {"predictor", "transform"} != keys:
+    if not isinstance(head, dict) or set(head) - {"predictor", "transform", "bands"} != keys:
         raise StoreCorrupt(f"group header must have exactly the keys {sorted(keys)}")
     predictor = head.get("predictor", "none")
     if predictor not in PREDICTORS:
@@ -154,7 +182,10 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     count = len(frames)
     base = _int(head["base"], "base", 0, count - 1)
     payload_len = len(view) - PREFIX - size
-    records = tuple(_record(entry, i, count, payload_len) for i, entry in enumerate(frames))
+    bands = _int(head.get("bands", 1), "bands", 1, min(MAX_BANDS, shape[0]))
+    if bands > 1 and (dtype != np.uint8 or head["tier"] != "lossless" or predictor == "webp"):
+        raise StoreCorrupt("group header: bands need lossless uint8 frames without WebP")
+    records = tuple(_record(entry, i, count, payload_len, bands) for i, entry in enumerate(frames))
     for i in range(count):  # every chain must end at a raw frame within `count` steps
         j, steps = i, 0
         while records[j].ref >= 0:
@@ -177,13 +208,16 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
         PREFIX + size,
         predictor,
         transform,
+        bands,
     )
 
 
-def _record(entry: Any, index: int, count: int, payload_len: int) -> Record:
-    if not isinstance(entry, list) or len(entry) != 6:
-        raise StoreCorrupt(f"group header: frame {index}'s entry must be a list of 6 fields")
-    kind, ref, offset, length, step, qdtype = entry
+def _record(entry: Any, index: int, count: int, payload_len: int, bands: int) -> Record:
+    banded = bands > 1 and isinstance(entry, list) and entry[:1] in (["raw"], ["delta"])
+    if not isinstance(entry, list) or len(entry) != (7 if banded else 6):
+        size = 7 if banded else 6
+        raise StoreCorrupt(f"group header: frame {index}'s entry must be a list of {size} fields")
+    kind, ref, offset, length, step, qdtype = entry[:6]
     if kind not in KINDS:
         raise StoreCorrupt(f"group header: frame {index} has unknown kind {kind!r}")
     ref = _int(ref, f"frame {index}'s ref", -1, count - 1)
@@ -191,6 +225,14 @@ def _record(entry: Any, index: int, count: int, payload_len: int) -> Record:
         raise StoreCorrupt(f"group header: frame {index} ({kind}) has a bad ref {ref}")
     offset = _int(offset, f"frame {index}'s offset", 0, payload_len)
     length = _int(length, f"frame {index}'s length", 0, payload_len - offset)
+    if banded:
+        parts = entry[6]
+        if not isinstance(parts, list) or len(parts) != bands:
+            raise StoreCorrupt(f"group header: frame {index} must list {bands} band lengths")
+        sizes = tuple(_int(n, f"frame {index}'s band length", 1, length) for n in parts)
+        if sum(sizes) != length:
+            raise StoreCorrupt(f"group header: frame {index}'s band lengths do not add up")
+        return Record(kind, ref, offset, length, parts=sizes)
     if kind == "quant":
         if (
             isinstance(step, bool)
