@@ -208,3 +208,20 @@ def test_chunked_output_equals_a_local_run_and_resumes(executor, tmp_path):
     again = executor.run_chunked(source, output, windowed_then_inverted, overwrite=True, **options)
     assert (again.segments, again.reused) == (4, 3)
     np.testing.assert_array_equal(Pipeline.from_source(VideoSource(output)).collect(), expected)
+
+
+def test_a_full_dev_shm_falls_back_to_the_object_store(cluster, monkeypatch):
+    from hyperframes.executors import _shm
+    from hyperframes.executors.ray import RayExecutor
+
+    def full(size: int) -> None:
+        raise _shm.SharedMemoryFull(f"{size} bytes do not fit")
+
+    monkeypatch.setattr(_shm, "_check_room", full)
+    executor = RayExecutor()
+    sink = Rows("shared")
+    frames = frames_of(16)
+    Pipeline.from_frames(frames, batch_size=4).map(invert_in_place).map(
+        in_shared_memory, into="shared", workers=2
+    ).to(sink).run(executor=executor)
+    assert sink.values == [False] * 16 and executor.blocks.created == []

@@ -176,3 +176,16 @@ def test_a_nested_function_is_refused_before_the_run():
 def test_unknown_start_method():
     with pytest.raises(ValueError, match="start_method must be one of"):
         ProcessExecutor(start_method="fork")  # type: ignore[arg-type]
+
+
+def test_a_full_dev_shm_is_a_clear_error_not_a_crash(monkeypatch) -> None:
+    import shutil as shutil_module
+
+    from hyperframes.executors import _shm
+
+    real = shutil_module.disk_usage
+    monkeypatch.setattr(_shm.shutil, "disk_usage", lambda path: real(path)._replace(free=64 << 20))
+    blocks = _shm.SharedBlocks()
+    with pytest.raises(_shm.SharedMemoryFull, match=r"needs 100 MiB.*64 MiB free.*shm-size"):
+        blocks.create(100 << 20)
+    assert blocks.created == []

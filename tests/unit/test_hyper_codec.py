@@ -288,6 +288,8 @@ def test_webp_intra_is_bit_exact_and_smaller_on_smooth_rgb():
         (np.zeros((3, 8, 8, 4), np.uint8), "lossless"),  # RGBA
         (np.zeros((3, 8, 8, 3), np.uint16), "lossless"),
         (np.zeros((3, 8, 8, 3), np.uint8), "keyframe"),
+        (np.arange(360, dtype=np.uint8).reshape(3, 40, 3), "lossless"),  # (W, 3): not RGB
+        (np.zeros((3, 8, 8, 2, 3), np.uint8), "lossless"),  # 3-D frames
     ],
 )
 def test_webp_intra_falls_back_where_webp_cannot_be_exact(frames, tier):
@@ -345,16 +347,57 @@ def test_banded_headers_are_validated() -> None:
     first = head["frames"][0]
     lengths = first[6]
     for frames in (
-        [[*first[:6], [lengths[0] + 1, lengths[1] - 1 - 1]]] + head["frames"][1:],  # sum off
-        [[*first[:6], [first[3]]]] + head["frames"][1:],  # one length for two bands
-        [first[:6]] + head["frames"][1:],  # no lengths at all
+        [[*first[:6], [lengths[0] + 1, lengths[1] - 1 - 1]], *head["frames"][1:]],  # sum off
+        [[*first[:6], [first[3]]], *head["frames"][1:]],  # one length for two bands
+        [first[:6], *head["frames"][1:]],  # no lengths at all
     ):
         with pytest.raises(StoreCorrupt):
             _decode_all(forged(frames=frames))
-    swapped = [[*first[:6], lengths[::-1]]] + head["frames"][1:]  # wrong split point
+    swapped = [[*first[:6], lengths[::-1]], *head["frames"][1:]]  # wrong split point
     if lengths[0] != lengths[1]:
         with pytest.raises(StoreCorrupt):
             _decode_all(forged(frames=swapped))
     for bands in (0, 3, 10**6, "2"):
         with pytest.raises(StoreCorrupt):
             _decode_all(forged(bands=bands))
+
+
+def test_lossless_groups_refuse_quantised_records() -> None:
+    data = encode_group(_big_frames(3, 256, 512), layout="base").data
+    size = struct.unpack("<I", data[4:8])[0]
+    head = json.loads(data[8 : 8 + size])
+    entry = next(e for e in head["frames"] if e[0] == "delta")
+    entry[:] = ["quant", entry[1], entry[2], entry[3], 1.0, "|i1"]
+    text = json.dumps(head).encode()
+    with pytest.raises(StoreCorrupt, match="quantised"):
+        _decode_all(data[:4] + struct.pack("<I", len(text)) + text + data[8 + size :])
+
+
+def test_webp_records_must_be_lossless_webp_of_the_frame_size() -> None:
+    import cv2
+
+    from hyperframes.hyper.codec import _from_webp
+
+    frame = np.random.default_rng(4).integers(0, 256, (16, 24, 3), dtype=np.uint8)
+    png = cv2.imencode(".png", frame)[1].tobytes()
+    webp = cv2.imencode(".webp", frame, [cv2.IMWRITE_WEBP_QUALITY, 101])[1].tobytes()
+    np.testing.assert_array_equal(_from_webp(memoryview(webp), (16, 24, 3)).size, frame.size)
+    for blob, shape in [(png, (16, 24, 3)), (b"", (16, 24, 3)), (webp, (1 << 14, 24, 3))]:
+        with pytest.raises(StoreCorrupt):
+            _from_webp(memoryview(blob), shape)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork with threads (3.12+)
+def test_banded_decoding_works_in_a_forked_child() -> None:
+    import os
+    import signal
+
+    frames = _big_frames(2, 256, 512)
+    data = encode_group(frames).data
+    decode_frame(data, 0)  # the band pool now has threads, which a fork does not copy
+    pid = os.fork()
+    if pid == 0:  # the child: a hang ends by SIGALRM, a wrong frame by exit code 1
+        signal.alarm(20)
+        os._exit(0 if decode_frame(data, 0).tobytes() == frames[0].tobytes() else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import shutil
 import threading
 import weakref
 from dataclasses import dataclass
@@ -49,6 +50,28 @@ class _Block:
     size: int
     buffer: mmap.mmap
     address: int
+
+
+SHM_FOLDER = "/dev/shm"
+
+
+class SharedMemoryFull(MemoryError):
+    """``/dev/shm`` has less room than a shared block needs."""
+
+
+def _check_room(size: int) -> None:
+    """Refuse a block that ``/dev/shm`` cannot hold: writing to it would kill the process
+    with SIGBUS rather than fail cleanly (containers often give ``/dev/shm`` 64 MiB)."""
+    try:
+        free = shutil.disk_usage(SHM_FOLDER).free
+    except OSError:  # no such folder here: let shm_open decide
+        return
+    if size > free:
+        raise SharedMemoryFull(
+            f"a shared-memory pool needs {size / 2**20:.0f} MiB but {SHM_FOLDER} has "
+            f"{free / 2**20:.0f} MiB free; give it more room (docker run --shm-size=...), use "
+            "fewer slots or a smaller batch_size, or run with executor='threads'"
+        )
 
 
 def _map(name: str, size: int | None = None, *, populate: bool = False) -> mmap.mmap:
@@ -135,8 +158,13 @@ class SharedBlocks:
         self._finalizer = weakref.finalize(self, _unlink, self._names)
 
     def create(self, nbytes: int) -> mmap.mmap:
-        """A new block of ``nbytes`` (all pages mapped up front), as a writable buffer."""
+        """A new block of ``nbytes`` (all pages mapped up front), as a writable buffer.
+
+        Raises:
+            SharedMemoryFull: ``/dev/shm`` has less free room than ``nbytes``.
+        """
         size = max(int(nbytes), 1)
+        _check_room(size)
         shm = shared_memory.SharedMemory(create=True, size=size)
         try:
             buffer = _map(shm.name, size, populate=True)

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -36,7 +37,7 @@ import numpy as np
 from ..engine.frames import committed_memory
 from ..errors import StageError
 from ._ray_actor import Answer, StageActor, pack
-from ._shm import SharedBlocks
+from ._shm import SharedBlocks, SharedMemoryFull
 from ._wire import Shared, reraised
 
 INSTALL = "pip install 'hyperframes-engine[ray]'"
@@ -76,6 +77,15 @@ class _RayRemote:
         for actor in actors:
             self._idle.put(actor)
 
+    def _probed(self, answer: Any) -> bool:
+        """An actor's probe answer; a probe that failed (not the actor) means no sharing."""
+        try:
+            return bool(self._ray.get(answer))
+        except self._ray.exceptions.RayActorError:
+            raise
+        except Exception:
+            return False
+
     def _send(self, value: Any, shared: bool) -> Any:
         where = self._blocks.locate(value) if shared else None
         return pack(value) if where is None else Shared(where)
@@ -85,7 +95,7 @@ class _RayRemote:
         actor, shared = self._idle.get()
         try:
             if not isinstance(shared, bool):
-                shared = bool(ray.get(shared))
+                shared = self._probed(shared)
             sent = [self._send(a, shared) for a in args]
             answer: Answer = ray.get(actor.call.remote(*sent))
         except ray.exceptions.RayActorError as exc:
@@ -153,8 +163,12 @@ class RayExecutor:
         self._probe: tuple[str, bytes] | None = None
 
     def allocate(self, nbytes: int) -> Any:
-        """A pool block in the driver's host: shared memory unless ``shared_memory=False``."""
-        return self.blocks.create(nbytes) if self.shared_memory else committed_memory(nbytes)
+        """A pool block in the driver's host: shared memory unless ``shared_memory=False``
+        or ``/dev/shm`` lacks the room (then batches in it travel through the object store)."""
+        if self.shared_memory:
+            with contextlib.suppress(SharedMemoryFull):
+                return self.blocks.create(nbytes)
+        return committed_memory(nbytes)
 
     def remote(self, fn: Callable[..., Any], *, stage: str, workers: int) -> Callable[..., Any]:
         """Start ``workers`` actors running ``fn``; return the callable that feeds them."""
@@ -169,7 +183,10 @@ class RayExecutor:
             return False
         if self._probe is None:
             token = os.urandom(16)
-            buffer = self.blocks.create(len(token))
+            try:
+                buffer = self.blocks.create(len(token))
+            except SharedMemoryFull:
+                return False
             buffer[: len(token)] = token
             where = self.blocks.locate(np.frombuffer(buffer, np.uint8))
             assert where is not None
@@ -202,7 +219,8 @@ class RayExecutor:
             actors, self._actors = self._actors, []
         try:
             for actor in actors:
-                self._ray.kill(actor)
+                with contextlib.suppress(Exception):  # already gone: the others still go
+                    self._ray.kill(actor)
         finally:
             self._probe = None
             self.blocks.unlink_all()

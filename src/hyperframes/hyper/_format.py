@@ -13,7 +13,9 @@ one entry per frame, offsets relative to the payload. ``kind`` is ``"raw"``
 (the frame itself), ``"delta"`` (difference modulo 2**bits to frame ``ref``),
 ``"quant"`` (a quantised difference to ``ref``: ``step`` and the stored integer
 ``qdtype``) or ``"copy"`` (the same pixels as ``ref``). Records are zstd frames
-with their content size and checksum. Every field is checked by
+with their content size and checksum, except raw records of ``"predictor": "webp"``
+groups, which are lossless WebP files (their size is checked against the header before
+decoding; the store's checksums cover their bytes). Every field is checked by
 :func:`parse_header` before use; failures raise :class:`StoreCorrupt`.
 
 Optional keys: ``"predictor"`` and ``"transform"`` (see ``codec``), and ``"bands": k``
@@ -116,7 +118,7 @@ TRANSFORMS = ("none", "rct")
 """Colour transforms applied to a whole lossless group before coding (see ``codec``)."""
 
 
-MAX_BANDS = 64
+MAX_HEADER_BANDS = 64
 
 
 def band_rows(height: int, bands: int, band: int) -> tuple[int, int]:
@@ -157,8 +159,11 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise StoreCorrupt(f"group header is not valid JSON: {exc}") from None
     keys = {"dtype", "shape", "base", "layout", "tier", "frames"}
-    if not isinstance(head, dict) or set(head) - {"predictor", "transform", "bands"} != keys:
-        raise StoreCorrupt(f"group header must have exactly the keys {sorted(keys)}")
+    optional = {"predictor", "transform", "bands"}
+    if not isinstance(head, dict) or set(head) - optional != keys:
+        raise StoreCorrupt(
+            f"group header must have the keys {sorted(keys)}, and may have {sorted(optional)}"
+        )
     predictor = head.get("predictor", "none")
     if predictor not in PREDICTORS:
         raise StoreCorrupt(f"group header: unknown predictor {predictor!r}")
@@ -182,10 +187,12 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     count = len(frames)
     base = _int(head["base"], "base", 0, count - 1)
     payload_len = len(view) - PREFIX - size
-    bands = _int(head.get("bands", 1), "bands", 1, min(MAX_BANDS, shape[0]))
+    bands = _int(head.get("bands", 1), "bands", 1, min(MAX_HEADER_BANDS, shape[0]))
     if bands > 1 and (dtype != np.uint8 or head["tier"] != "lossless" or predictor == "webp"):
         raise StoreCorrupt("group header: bands need lossless uint8 frames without WebP")
     records = tuple(_record(entry, i, count, payload_len, bands) for i, entry in enumerate(frames))
+    if head["tier"] == "lossless" and any(r.kind == "quant" for r in records):
+        raise StoreCorrupt("group header: a lossless group holds a quantised record")
     for i in range(count):  # every chain must end at a raw frame within `count` steps
         j, steps = i, 0
         while records[j].ref >= 0:

@@ -362,7 +362,8 @@ WEBP_MAX_SIDE = 16383
 def _predictor_for(arr: np.ndarray, intra: str) -> str:
     if arr.dtype != np.uint8 or arr.ndim < 3:
         return "none"
-    if intra == "webp" and max(arr.shape[1:3]) <= WEBP_MAX_SIDE:
+    rgb = arr.ndim == 4 and arr.shape[-1] == 3  # (n, H, W, 3)
+    if intra == "webp" and rgb and max(arr.shape[1:3]) <= WEBP_MAX_SIDE:
         return "webp"
     return "gradient"
 
@@ -415,9 +416,25 @@ def _raw_blob(coded: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, band
     return buffer.tobytes(), ()
 
 
+def _webp_size(blob: memoryview) -> tuple[int, int] | None:
+    """(height, width) from a lossless WebP's own header (RIFF, WEBP, VP8L), or ``None``."""
+    head = bytes(blob[:25])
+    if len(head) < 25 or head[:4] != b"RIFF" or head[8:16] != b"WEBPVP8L" or head[20] != 0x2F:
+        return None
+    bits = int.from_bytes(head[21:25], "little")
+    return ((bits >> 14) & 0x3FFF) + 1, (bits & 0x3FFF) + 1
+
+
 def _from_webp(blob: memoryview, shape: tuple[int, ...]) -> np.ndarray:
-    """A raw WebP record back in the group's coded (RCT) space, flat."""
-    bgr = cv2.imdecode(np.frombuffer(blob, np.uint8), cv2.IMREAD_UNCHANGED)
+    """A raw WebP record back in the group's coded (RCT) space, flat. The record's own
+    header must be a lossless WebP of the group's size before OpenCV sees it (any other
+    format, or a size that would make OpenCV allocate more, is refused)."""
+    if _webp_size(blob) != shape[:2]:
+        raise StoreCorrupt("a WebP record is not a lossless WebP of the group's frame size")
+    try:
+        bgr = cv2.imdecode(np.frombuffer(blob, np.uint8), cv2.IMREAD_UNCHANGED)
+    except cv2.error as exc:
+        raise StoreCorrupt(f"a WebP record fails to decode: {exc}") from None
     if bgr is None or bgr.shape != shape:
         raise StoreCorrupt("a WebP record does not decode to a frame of the group's shape")
     return _rct(bgr[..., ::-1]).reshape(-1)
@@ -581,6 +598,15 @@ def _smallest_int(q: np.ndarray) -> type[np.signedinteger]:
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist here; start afresh."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _each_band(fn: Callable[[int], None], bands: int) -> None:

@@ -84,7 +84,8 @@ class FrameStore:
             group when the access moves locally (by 1..:data:`READ_AHEAD_REACH` frames
             from the last one: playback, scrubbing) and only the frame on a jump (a
             random frame of a 50-frame 720p group costs about 10 ms alone, 300 ms with
-            its group). A group is decoded whole only when the hot tier can hold it.
+            its group). With either ``"group"`` or ``"auto"``, a group is decoded whole
+            (and read ahead) only when the hot tier can hold it; otherwise frame by frame.
         read_ahead: read the next hyperframe in the background during sequential access.
 
     Raises:
@@ -392,10 +393,14 @@ class FrameStore:
     def _ok(self, frame: np.ndarray, i: int) -> bool:
         return fmt.checksum(frame) == int(self.groups.checksums[i])
 
-    def _miss(self, i: int, g: int) -> np.ndarray:
+    def _fits(self, g: int) -> bool:
+        """Whether the hot tier can hold group ``g`` decoded."""
         first, stop = self.groups.span(g)
-        fits = (stop - first) * self.spec.nbytes <= self.cache.hot.capacity
-        if not (fits and decodes_group(self.decode, i, self._last)):
+        return (stop - first) * self.spec.nbytes <= self.cache.hot.capacity
+
+    def _miss(self, i: int, g: int) -> np.ndarray:
+        first, _ = self.groups.span(g)
+        if not (self._fits(g) and decodes_group(self.decode, i, self._last)):
             try:
                 data, header = self._record(g)
                 frame = decode_frame(data, i - first, header=header)
@@ -418,7 +423,7 @@ class FrameStore:
 
     def _prefetch(self, g: int) -> None:
         first, _ = self.groups.span(g)
-        if g in self._inflight or self.cache.hot.peek(first):
+        if g in self._inflight or self.cache.hot.peek(first) or not self._fits(g):
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="hf-store-ahead")
