@@ -221,7 +221,8 @@ def test_repr_hides_pixels() -> None:
 
 
 def test_gradient_predictor_round_trip_and_header():
-    from hyperframes.hyper.codec import _gradient, _ungradient
+    from hyperframes.hyper._pixels import gradient as _gradient
+    from hyperframes.hyper._pixels import ungradient as _ungradient
 
     rng = np.random.default_rng(3)
     frames = rng.integers(0, 256, (5, 17, 9, 3), dtype=np.uint8)
@@ -251,7 +252,8 @@ def test_smooth_frames_compress_better_with_the_predictor():
     ("shape", "transformed"), [((9, 7, 3), True), ((9, 7, 4), False), ((9, 7), False)]
 )
 def test_colour_transform_for_lossless_rgb_only(shape, transformed):
-    from hyperframes.hyper.codec import _rct, _unrct
+    from hyperframes.hyper._pixels import rct as _rct
+    from hyperframes.hyper._pixels import unrct as _unrct
 
     rng = np.random.default_rng(11)
     frames = rng.integers(0, 256, (6, *shape), dtype=np.uint8)
@@ -376,7 +378,7 @@ def test_lossless_groups_refuse_quantised_records() -> None:
 def test_webp_records_must_be_lossless_webp_of_the_frame_size() -> None:
     import cv2
 
-    from hyperframes.hyper.codec import _from_webp
+    from hyperframes.hyper._pixels import webp_decode as _from_webp
 
     frame = np.random.default_rng(4).integers(0, 256, (16, 24, 3), dtype=np.uint8)
     png = cv2.imencode(".png", frame)[1].tobytes()

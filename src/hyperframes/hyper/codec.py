@@ -39,7 +39,7 @@ encoding time and about 2x the decoding time (``benchmarks/store.py``). Deltas s
 Bands: a lossless uint8 group whose frames are at least :data:`BAND_BYTES` x 2 is cut into
 up to :data:`MAX_BANDS` horizontal bands of rows, each coded on its own (its gradient
 starts afresh at its first row), so one frame decodes band by band on several cores: a
-random 720p frame decodes about 1.8x faster on 2 cores, for under 0.5 % more bytes.
+random 720p frame decodes about 1.8x faster on 2 cores, at the same size within 0.5 %.
 
 Lossy tiers: ``"psnr"`` quantises each frame's difference to the base with the
 coarsest step that still meets the ``psnr`` target, checked on the decoded
@@ -55,21 +55,19 @@ Example:
 from __future__ import annotations
 
 import math
-import os
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import cv2
 import numpy as np
 import zstandard as zstd
 
-from ..errors import FrameError, StoreCorrupt
+from ..errors import FrameError
 from . import _format as fmt
+from ._decode import decode_group_rows, decode_rows, each_band
+from ._lossy import encode_lossy
+from ._pixels import WEBP_MAX_SIDE, as_uint, planes, rct, webp_encode
 from .distance import check_finite, peak_of
-from .quality import mse
 
 Layout = Literal["auto", "independent", "base", "chain"]
 Intra = Literal["gradient", "webp"]
@@ -186,7 +184,7 @@ def encode_group(
     cctx = _compressor(level, arr[0].nbytes if bands > 1 else None)
     if tier == "lossless":
         used: str = layout
-        coded = _rct(arr) if transform == "rct" else arr
+        coded = rct(arr) if transform == "rct" else arr
         records, parts = _encode_lossless(
             coded, b, used, cctx, fallback=layout == "auto", predictor=predictor, bands=bands
         )
@@ -196,7 +194,7 @@ def encode_group(
         for i in range(n):
             check_finite(arr[i], name=f"frame {i}")
         used = "keyframe" if tier == "keyframe" else "base"
-        records, parts, scores = _encode_lossy(arr, b, tier, psnr, cctx, predictor=predictor)
+        records, parts, scores = encode_lossy(arr, b, tier, psnr, cctx, predictor=predictor)
     meta = {"dtype": arr.dtype.str, "shape": list(arr.shape[1:]), "base": b}
     meta.update(layout=used, tier=tier)
     if predictor != "none":
@@ -239,14 +237,14 @@ def decode_frame(
         raise IndexError(f"frame {index} is outside this group of {header.count} frames")
     view, chain = memoryview(data), header.chain(int(index))
     if header.bands == 1:
-        return _decode_rows(view, header, chain, 0)
+        return decode_rows(view, header, chain, 0)
     out = np.empty(header.shape, header.dtype)
 
     def fill(band: int) -> None:
         start, stop = header.band_rows(band)
-        out[start:stop] = _decode_rows(view, header, chain, band)
+        out[start:stop] = decode_rows(view, header, chain, band)
 
-    _each_band(fill, header.bands)
+    each_band(fill, header.bands)
     return out
 
 
@@ -262,14 +260,14 @@ def decode_group(
     header = header or fmt.parse_header(data)
     view = memoryview(data)
     if header.bands == 1:
-        return _decode_group_rows(view, header, 0)
+        return decode_group_rows(view, header, 0)
     out = np.empty((header.count, *header.shape), header.dtype)
 
     def fill(band: int) -> None:
         start, stop = header.band_rows(band)
-        out[:, start:stop] = _decode_group_rows(view, header, band)
+        out[:, start:stop] = decode_group_rows(view, header, band)
 
-    _each_band(fill, header.bands)
+    each_band(fill, header.bands)
     return out
 
 
@@ -306,57 +304,8 @@ def _check_options(tier: str, psnr: float, layout: str, base: str, level: int) -
         raise ValueError(f"psnr must be a number of dB in (0, 200], got {psnr!r}; try 45")
 
 
-def _gradient(x: np.ndarray) -> np.ndarray:
-    """The 2-D gradient residual of a uint8 frame (wrapping modulo 256)."""
-    r = x.copy()
-    r[:, 1:] -= x[:, :-1]
-    r[1:] -= x[:-1]
-    r[1:, 1:] += x[:-1, :-1]
-    return r
-
-
-def _ungradient(r: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`_gradient`: a prefix sum down and across, modulo 256.
-
-    OpenCV's integral image does it in one pass (2.5 ms for a 720p RGB frame) when the sums
-    fit its int32; the numpy path (8.5 ms) takes the rest.
-    """
-    h, w = r.shape[:2]
-    if r.ndim <= 3 and (r.ndim == 2 or r.shape[2] <= 4) and 255 * h * w < 2**31:
-        total = cv2.integral(r, sdepth=cv2.CV_32S)
-        return total[1:, 1:].astype(np.uint8).reshape(r.shape)  # wraps modulo 256
-    out = np.cumsum(r, axis=1, dtype=np.uint8)
-    for i in range(1, out.shape[0]):
-        np.add(out[i - 1], out[i], out=out[i])
-    return out
-
-
 def _transform_for(arr: np.ndarray, tier: str) -> str:
     return "rct" if tier == "lossless" and arr.dtype == np.uint8 and arr.shape[-1] == 3 else "none"
-
-
-def _rct(frames: np.ndarray) -> np.ndarray:
-    """RGB to (G, R - G, B - G) modulo 256, over the last axis: the reversible colour
-    transform. It is linear modulo 256, so deltas can be taken and summed in its space."""
-    out = np.empty_like(frames)
-    g = frames[..., 1]
-    out[..., 0] = g
-    np.subtract(frames[..., 0], g, out=out[..., 1])
-    np.subtract(frames[..., 2], g, out=out[..., 2])
-    return out
-
-
-def _unrct(coded: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`_rct`."""
-    out = np.empty_like(coded)
-    g = coded[..., 0]
-    out[..., 1] = g
-    np.add(coded[..., 1], g, out=out[..., 0])
-    np.add(coded[..., 2], g, out=out[..., 2])
-    return out
-
-
-WEBP_MAX_SIDE = 16383
 
 
 def _predictor_for(arr: np.ndarray, intra: str) -> str:
@@ -398,59 +347,18 @@ def _bands_for(arr: np.ndarray, tier: str, predictor: str) -> int:
 def _compress(values: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, bands: int) -> Blob:
     """``values`` (a frame's unsigned integer view) as zstd bytes, band by band."""
     if bands == 1:
-        return cctx.compress(_planes(values, predictor)), ()
+        return cctx.compress(planes(values, predictor)), ()
     h = values.shape[0]
     rows = [fmt.band_rows(h, bands, b) for b in range(bands)]
-    blobs = [cctx.compress(_planes(values[start:stop], predictor)) for start, stop in rows]
+    blobs = [cctx.compress(planes(values[start:stop], predictor)) for start, stop in rows]
     return b"".join(blobs), tuple(len(b) for b in blobs)
 
 
 def _raw_blob(coded: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, bands: int) -> Blob:
     """A frame stored whole (in the group's coded space) as record bytes."""
-    if predictor != "webp":
-        return _compress(_uint(coded), predictor, cctx, bands)
-    bgr = np.ascontiguousarray(_unrct(coded)[..., ::-1])
-    ok, buffer = cv2.imencode(".webp", bgr, [cv2.IMWRITE_WEBP_QUALITY, 101])  # 101: lossless
-    if not ok:  # pragma: no cover - OpenCV without WebP support
-        raise FrameError("OpenCV could not encode WebP; pack with intra='gradient'")
-    return buffer.tobytes(), ()
-
-
-def _webp_size(blob: memoryview) -> tuple[int, int] | None:
-    """(height, width) from a lossless WebP's own header (RIFF, WEBP, VP8L), or ``None``."""
-    head = bytes(blob[:25])
-    if len(head) < 25 or head[:4] != b"RIFF" or head[8:16] != b"WEBPVP8L" or head[20] != 0x2F:
-        return None
-    bits = int.from_bytes(head[21:25], "little")
-    return ((bits >> 14) & 0x3FFF) + 1, (bits & 0x3FFF) + 1
-
-
-def _from_webp(blob: memoryview, shape: tuple[int, ...]) -> np.ndarray:
-    """A raw WebP record back in the group's coded (RCT) space, flat. The record's own
-    header must be a lossless WebP of the group's size before OpenCV sees it (any other
-    format, or a size that would make OpenCV allocate more, is refused)."""
-    if _webp_size(blob) != shape[:2]:
-        raise StoreCorrupt("a WebP record is not a lossless WebP of the group's frame size")
-    try:
-        bgr = cv2.imdecode(np.frombuffer(blob, np.uint8), cv2.IMREAD_UNCHANGED)
-    except cv2.error as exc:
-        raise StoreCorrupt(f"a WebP record fails to decode: {exc}") from None
-    if bgr is None or bgr.shape != shape:
-        raise StoreCorrupt("a WebP record does not decode to a frame of the group's shape")
-    return _rct(bgr[..., ::-1]).reshape(-1)
-
-
-def _planes(a: np.ndarray, predictor: str = "none") -> bytes:
-    """The values' bytes (after the predictor), split into byte planes when wider than one byte."""
-    if predictor == "gradient":
-        a = _gradient(a)
-    k = a.dtype.itemsize
-    flat = a.reshape(-1)
-    return flat.tobytes() if k == 1 else flat.view(np.uint8).reshape(-1, k).T.tobytes()
-
-
-def _uint(a: np.ndarray) -> np.ndarray:
-    return a.view(f"<u{a.dtype.itemsize}")
+    if predictor == "webp":
+        return webp_encode(coded), ()
+    return _compress(as_uint(coded), predictor, cctx, bands)
 
 
 ANCHOR_EVERY = 8
@@ -491,13 +399,13 @@ def _encode_lossless(
     offset = 0
     for i in range(n):
         ref = _reference(i, b, layout)
-        cur = _uint(arr[i])
+        cur = as_uint(arr[i])
         if i == b:
             kind, blob = "raw", base_blob
-        elif ref >= 0 and np.array_equal(cur, _uint(arr[ref])):
+        elif ref >= 0 and np.array_equal(cur, as_uint(arr[ref])):
             kind, blob = "copy", (b"", ())
         elif ref >= 0:
-            kind, blob = "delta", _compress(cur - _uint(arr[ref]), "none", cctx, bands)
+            kind, blob = "delta", _compress(cur - as_uint(arr[ref]), "none", cctx, bands)
             if fallback and len(blob[0]) > FALLBACK_RATIO * len(base_blob[0]):
                 alone = _raw_blob(arr[i], p, cctx, bands)
                 if len(alone[0]) < len(blob[0]):
@@ -509,203 +417,3 @@ def _encode_lossless(
         parts.append(data)
         offset += len(data)
     return records, parts
-
-
-def _encode_lossy(
-    arr: np.ndarray,
-    b: int,
-    tier: str,
-    target: float,
-    cctx: zstd.ZstdCompressor,
-    *,
-    predictor: str,
-) -> tuple[list[fmt.Record], list[bytes], list[float]]:
-    base = arr[b]
-    base_blob = cctx.compress(_planes(_uint(base), predictor))
-    records = [fmt.Record("copy", b, 0, 0)] * arr.shape[0]
-    records[b] = fmt.Record("raw", -1, 0, len(base_blob))
-    parts, scores, offset = [base_blob], [math.inf] * arr.shape[0], len(base_blob)
-    for i in range(arr.shape[0]):
-        if i == b:
-            continue
-        if tier == "keyframe":
-            scores[i] = _psnr(base, arr[i])
-            continue
-        step, q = _quantise(arr[i], base, target)
-        if q is None and step > 0:  # nothing to store: the base meets the target
-            scores[i] = _psnr(base, arr[i])
-            continue
-        if q is None:  # pragma: no cover - no step met the target: store it exactly
-            blob = cctx.compress(_planes(_uint(arr[i]) - _uint(base)))
-            records[i] = fmt.Record("delta", b, offset, len(blob))
-            parts.append(blob)
-            offset += len(blob)
-            continue
-        qtype = _smallest_int(q)
-        blob = cctx.compress(_planes(q.astype(qtype)))
-        records[i] = fmt.Record("quant", b, offset, len(blob), step, np.dtype(qtype).str)
-        scores[i] = _psnr(_dequantise(base, q, step), arr[i])
-        parts.append(blob)
-        offset += len(blob)
-    return records, parts, scores
-
-
-def _psnr(decoded: np.ndarray, original: np.ndarray) -> float:
-    err = mse(decoded, original)
-    return math.inf if err == 0 else -10.0 * math.log10(err)
-
-
-def _quantise(
-    frame: np.ndarray, base: np.ndarray, target: float
-) -> tuple[float, np.ndarray | None]:
-    """The coarsest step whose decoded frame meets ``target`` dB, and the quantised delta."""
-    peak = peak_of(frame.dtype)
-    if _psnr(base, frame) >= target:
-        return 1.0, None
-    mse_px = peak**2 * 10 ** (-target / 10)
-    step = math.sqrt(12 * mse_px)  # a uniform quantiser's error is step**2 / 12
-    if frame.dtype.kind == "u":
-        step = float(max(1, math.floor(step)))
-    delta = frame.astype(np.float64) - base.astype(np.float64)
-    for _ in range(64):
-        q = np.rint(delta / step)
-        if step == 1.0 and frame.dtype.kind == "u":
-            return step, q  # exact
-        if _psnr(_dequantise(base, q, step), frame) >= target:
-            return step, q
-        step = float(max(1, math.floor(step * 0.7))) if frame.dtype.kind == "u" else step / 2
-    return 0.0, None  # pragma: no cover - caller stores the frame losslessly
-
-
-def _dequantise(base: np.ndarray, q: np.ndarray, step: float) -> np.ndarray:
-    value = base.astype(np.float64) + q * step
-    if base.dtype.kind == "u":
-        value = np.clip(np.rint(value), 0, np.iinfo(base.dtype).max)
-    return value.astype(base.dtype)
-
-
-def _smallest_int(q: np.ndarray) -> type[np.signedinteger]:
-    lo, hi = (float(q.min()), float(q.max())) if q.size else (0.0, 0.0)
-    for kind in (np.int8, np.int16, np.int32):
-        info = np.iinfo(kind)
-        if info.min <= lo and hi <= info.max:
-            return kind
-    return np.int64
-
-
-# -- decoding ---------------------------------------------------------------------------
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _forget_pool() -> None:
-    """In a forked child: the parent's pool threads do not exist here; start afresh."""
-    global _POOL, _POOL_LOCK
-    _POOL, _POOL_LOCK = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _each_band(fn: Callable[[int], None], bands: int) -> None:
-    """``fn(band)`` for every band, on a process-wide pool of up to :data:`MAX_BANDS`
-    threads (created on first use and kept, like a BLAS pool; zstd, OpenCV and numpy
-    release the GIL). The first error is raised."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            threads = min(MAX_BANDS, os.cpu_count() or 1)
-            _POOL = ThreadPoolExecutor(threads, thread_name_prefix="hyperframes-codec")
-    for done in [_POOL.submit(fn, band) for band in range(bands)]:
-        done.result()
-
-
-def _decode_rows(view: memoryview, header: fmt.Header, chain: list[int], band: int) -> np.ndarray:
-    """Band ``band`` of frame ``chain[-1]``, decoded along its chain (bands stand alone)."""
-    dctx = zstd.ZstdDecompressor()
-    value: np.ndarray | None = None
-    for j in chain:
-        value = _decode_record(view, header, j, value, dctx, band)
-    assert value is not None
-    start, stop = header.band_rows(band)
-    rows = value.reshape(stop - start, *header.shape[1:])
-    return _unrct(rows) if header.transform == "rct" else rows
-
-
-def _decode_group_rows(view: memoryview, header: fmt.Header, band: int) -> np.ndarray:
-    """Band ``band`` of every frame of the group, each record decoded once."""
-    dctx = zstd.ZstdDecompressor()
-    start, stop = header.band_rows(band)
-    shape = (stop - start, *header.shape[1:])
-    out = np.empty((header.count, math.prod(shape)), dtype=header.dtype)
-    done = np.zeros(header.count, dtype=bool)
-    for i in range(header.count):
-        for j in header.chain(i):
-            if not done[j]:
-                ref = header.records[j].ref
-                value = _decode_record(view, header, j, out[ref] if ref >= 0 else None, dctx, band)
-                out[j] = value
-                done[j] = True
-    frames = out.reshape(header.count, *shape)
-    return _unrct(frames) if header.transform == "rct" else frames
-
-
-def _decode_record(
-    view: memoryview,
-    header: fmt.Header,
-    j: int,
-    ref: np.ndarray | None,
-    dctx: zstd.ZstdDecompressor,
-    band: int = 0,
-) -> np.ndarray:
-    """Band ``band`` of record ``j`` (flat), given its reference's band ``ref``."""
-    rec = header.records[j]
-    start, stop = header.band_rows(band)
-    shape = (stop - start, *header.shape[1:])
-    n = math.prod(shape)
-    if rec.kind == "copy":
-        assert ref is not None
-        return ref.copy()
-    if rec.kind == "quant":
-        assert ref is not None
-        if header.dtype.str not in ("|u1", "<u2", "<f4", "<f8"):
-            raise StoreCorrupt(f"frame {j}: quantised records need uint8/16 or float frames")
-        q = _read(view, header.part(rec, band), np.dtype(rec.qdtype), n, dctx)
-        return _dequantise(ref, q.astype(np.float64), rec.step)
-    if rec.kind == "raw" and header.predictor == "webp":  # never banded
-        at, length = header.part(rec, band)
-        return _from_webp(view[at : at + length], header.shape)
-    values = _read(view, header.part(rec, band), np.dtype(f"<u{header.dtype.itemsize}"), n, dctx)
-    if rec.kind == "raw" and header.predictor == "gradient":
-        values = _ungradient(values.reshape(shape)).reshape(-1)
-    if rec.kind == "delta":
-        assert ref is not None
-        values = values + _uint(ref)
-    return values.view(header.dtype)
-
-
-def _read(
-    view: memoryview,
-    part: tuple[int, int],
-    dtype: np.dtype,
-    n: int,
-    dctx: zstd.ZstdDecompressor,
-) -> np.ndarray:
-    start, length = part
-    blob = view[start : start + length]
-    expected = n * dtype.itemsize
-    try:
-        if zstd.frame_content_size(blob) != expected:
-            raise StoreCorrupt(f"a record does not hold {expected} bytes")
-        raw = dctx.decompress(blob)
-    except zstd.ZstdError as exc:
-        raise StoreCorrupt(f"a record fails to decompress: {exc}") from None
-    if len(raw) != expected:
-        raise StoreCorrupt(f"a record decompressed to {len(raw)} bytes, expected {expected}")
-    k = dtype.itemsize
-    if k == 1:
-        return np.frombuffer(raw, dtype=dtype)
-    planes = np.frombuffer(raw, dtype=np.uint8).reshape(k, n)
-    return np.ascontiguousarray(planes.T).view(dtype).reshape(n)

@@ -1,0 +1,139 @@
+"""Decoding an encoded group: records along their reference chains, band by band.
+
+A banded group (see ``codec``) decodes each band on its own, on a process-wide pool of a
+few threads; a group without bands is one band of all rows, decoded in the caller's thread.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import zstandard as zstd
+
+from ..errors import StoreCorrupt
+from . import _format as fmt
+from ._lossy import dequantise
+from ._pixels import as_uint, ungradient, unrct, webp_decode
+
+POOL_THREADS = 4
+"""Most threads the band pool starts (fewer on fewer cores)."""
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist here; start afresh."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def each_band(fn: Callable[[int], None], bands: int) -> None:
+    """``fn(band)`` for every band, on a process-wide pool of up to :data:`POOL_THREADS`
+    threads (created on first use and kept, like a BLAS pool; zstd, OpenCV and numpy
+    release the GIL). The first error is raised."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            threads = min(POOL_THREADS, os.cpu_count() or 1)
+            _POOL = ThreadPoolExecutor(threads, thread_name_prefix="hyperframes-codec")
+    for done in [_POOL.submit(fn, band) for band in range(bands)]:
+        done.result()
+
+
+def decode_rows(view: memoryview, header: fmt.Header, chain: list[int], band: int) -> np.ndarray:
+    """Band ``band`` of frame ``chain[-1]``, decoded along its chain (bands stand alone)."""
+    dctx = zstd.ZstdDecompressor()
+    value: np.ndarray | None = None
+    for j in chain:
+        value = _decode_record(view, header, j, value, dctx, band)
+    assert value is not None
+    start, stop = header.band_rows(band)
+    rows = value.reshape(stop - start, *header.shape[1:])
+    return unrct(rows) if header.transform == "rct" else rows
+
+
+def decode_group_rows(view: memoryview, header: fmt.Header, band: int) -> np.ndarray:
+    """Band ``band`` of every frame of the group, each record decoded once."""
+    dctx = zstd.ZstdDecompressor()
+    start, stop = header.band_rows(band)
+    shape = (stop - start, *header.shape[1:])
+    out = np.empty((header.count, math.prod(shape)), dtype=header.dtype)
+    done = np.zeros(header.count, dtype=bool)
+    for i in range(header.count):
+        for j in header.chain(i):
+            if not done[j]:
+                ref = header.records[j].ref
+                value = _decode_record(view, header, j, out[ref] if ref >= 0 else None, dctx, band)
+                out[j] = value
+                done[j] = True
+    frames = out.reshape(header.count, *shape)
+    return unrct(frames) if header.transform == "rct" else frames
+
+
+def _decode_record(
+    view: memoryview,
+    header: fmt.Header,
+    j: int,
+    ref: np.ndarray | None,
+    dctx: zstd.ZstdDecompressor,
+    band: int = 0,
+) -> np.ndarray:
+    """Band ``band`` of record ``j`` (flat), given its reference's band ``ref``."""
+    rec = header.records[j]
+    start, stop = header.band_rows(band)
+    shape = (stop - start, *header.shape[1:])
+    n = math.prod(shape)
+    if rec.kind == "copy":
+        assert ref is not None
+        return ref.copy()
+    if rec.kind == "quant":
+        assert ref is not None
+        if header.dtype.str not in ("|u1", "<u2", "<f4", "<f8"):
+            raise StoreCorrupt(f"frame {j}: quantised records need uint8/16 or float frames")
+        q = _read(view, header.part(rec, band), np.dtype(rec.qdtype), n, dctx)
+        return dequantise(ref, q.astype(np.float64), rec.step)
+    if rec.kind == "raw" and header.predictor == "webp":  # never banded
+        at, length = header.part(rec, band)
+        return webp_decode(view[at : at + length], header.shape)
+    values = _read(view, header.part(rec, band), np.dtype(f"<u{header.dtype.itemsize}"), n, dctx)
+    if rec.kind == "raw" and header.predictor == "gradient":
+        values = ungradient(values.reshape(shape)).reshape(-1)
+    if rec.kind == "delta":
+        assert ref is not None
+        values = values + as_uint(ref)
+    return values.view(header.dtype)
+
+
+def _read(
+    view: memoryview,
+    part: tuple[int, int],
+    dtype: np.dtype,
+    n: int,
+    dctx: zstd.ZstdDecompressor,
+) -> np.ndarray:
+    start, length = part
+    blob = view[start : start + length]
+    expected = n * dtype.itemsize
+    try:
+        if zstd.frame_content_size(blob) != expected:
+            raise StoreCorrupt(f"a record does not hold {expected} bytes")
+        raw = dctx.decompress(blob)
+    except zstd.ZstdError as exc:
+        raise StoreCorrupt(f"a record fails to decompress: {exc}") from None
+    if len(raw) != expected:
+        raise StoreCorrupt(f"a record decompressed to {len(raw)} bytes, expected {expected}")
+    k = dtype.itemsize
+    if k == 1:
+        return np.frombuffer(raw, dtype=dtype)
+    planes = np.frombuffer(raw, dtype=np.uint8).reshape(k, n)
+    return np.ascontiguousarray(planes.T).view(dtype).reshape(n)
