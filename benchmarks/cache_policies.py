@@ -2,11 +2,11 @@
 
 The simulation follows ``FrameStore.get_frame_at`` step by step, with the store's own
 cache classes, decode rule and read-ahead rule: a miss after a local move (playback,
-scrubbing) decodes the frame's whole hyperframe into the hot tier, a miss after a jump
-the frame alone, and an access moving forward or back reads the neighbouring
-hyperframe ahead. Each frame
-counts one unit, so capacity is "frames resident". A last check runs one trace
-through a real ``FrameStore`` and compares its measured hit rate with the simulation.
+scrubbing) decodes the frame's whole hyperframe into the hot tier (groups of up to
+``GROUP_DECODE_MAX`` frames), a miss after a jump or in a longer group the frame alone,
+and an access moving forward or back reads the neighbouring hyperframe ahead. Each frame
+counts one unit, so capacity is "frames resident". A last check runs one trace through a
+real ``FrameStore`` and compares its measured hit rate with the simulation.
 
 Run: ``python benchmarks/cache_policies.py`` (about 40 s on 2 cores).
 
@@ -82,7 +82,7 @@ def simulate(
     for i in trace.tolist():
         g = int(group_of[i])
         if cache.get(i) is None:
-            if decodes_group(decode, i, last):
+            if decodes_group(decode, i, last, int(starts[g + 1] - starts[g])):
                 fill(g, ahead=False)
             else:
                 cache.put(i, True, 1)

@@ -53,9 +53,17 @@ def is_local_move(frame: int, last: int | None) -> bool:
     return last is not None and 0 < abs(frame - last) <= READ_AHEAD_REACH
 
 
-def decodes_group(decode: Decode, frame: int, last: int | None) -> bool:
-    """Whether a miss on ``frame`` (after an access to ``last``) decodes its whole group."""
-    return decode == "group" or (decode == "auto" and is_local_move(frame, last))
+GROUP_DECODE_MAX = 16
+"""``decode="auto"`` decodes whole groups of up to this many frames (a 50-frame 720p group
+takes about 0.4 s: longer ones are read frame by frame, each 10-25 ms)."""
+
+
+def decodes_group(decode: Decode, frame: int, last: int | None, length: int) -> bool:
+    """Whether a miss on ``frame`` (after an access to ``last``) decodes its whole group of
+    ``length`` frames."""
+    if decode == "group":
+        return True
+    return decode == "auto" and length <= GROUP_DECODE_MAX and is_local_move(frame, last)
 
 
 def read_ahead_group(frame: int, last: int | None, group: int, groups: int) -> int | None:
@@ -82,10 +90,11 @@ class FrameStore:
             of it (neighbours come almost free); ``"frame"`` decodes only the frame asked
             for (and the records it depends on); ``"auto"`` (default) decodes the whole
             group when the access moves locally (by 1..:data:`READ_AHEAD_REACH` frames
-            from the last one: playback, scrubbing) and only the frame on a jump (a
-            random frame of a 50-frame 720p group costs about 10 ms alone, 300 ms with
-            its group). With either ``"group"`` or ``"auto"``, a group is decoded whole
-            (and read ahead) only when the hot tier can hold it; otherwise frame by frame.
+            from the last one: playback, scrubbing) and the group has at most
+            :data:`GROUP_DECODE_MAX` frames, else only the frame (a random frame of a
+            50-frame 720p group costs 10-25 ms alone, about 0.4 s with its group).
+            With either ``"group"`` or ``"auto"``, a group is decoded whole (and read
+            ahead) only when the hot tier can hold it; otherwise frame by frame.
         read_ahead: read the next hyperframe in the background during sequential access.
 
     Raises:
@@ -399,8 +408,8 @@ class FrameStore:
         return (stop - first) * self.spec.nbytes <= self.cache.hot.capacity
 
     def _miss(self, i: int, g: int) -> np.ndarray:
-        first, _ = self.groups.span(g)
-        if not (self._fits(g) and decodes_group(self.decode, i, self._last)):
+        first, stop = self.groups.span(g)
+        if not (self._fits(g) and decodes_group(self.decode, i, self._last, stop - first)):
             try:
                 data, header = self._record(g)
                 frame = decode_frame(data, i - first, header=header)
