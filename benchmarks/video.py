@@ -125,7 +125,7 @@ def run_op(n: int, out: Path) -> tuple[int, float]:
 
 
 def run_encode(n: int, out: Path) -> tuple[int, float]:
-    from hyperframes.io.video import VideoSink
+    from hyperframes.io.video_sink import VideoSink
     from hyperframes.io.yuv import resize_i420
 
     small = resize_i420(memory_frames(), W, H)

@@ -26,7 +26,8 @@ import cv2
 import numpy as np
 
 from hyperframes.engine.frames import FrameSpec
-from hyperframes.io.video import VideoSink, VideoSource
+from hyperframes.io.video import VideoSource
+from hyperframes.io.video_sink import VideoSink
 
 
 def clip() -> Path:

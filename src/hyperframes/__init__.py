@@ -28,7 +28,8 @@ from .errors import (
 )
 from .io.base import Chunk, Sink, Source
 from .io.images import ImageSequenceSink, ImageSequenceSource
-from .io.video import VideoSink, VideoSource
+from .io.video import VideoSource
+from .io.video_sink import VideoSink
 from .metrics.report import RunReport, StageReport
 from .store import FrameStore, StoreSink
 

@@ -13,7 +13,8 @@ from hyperframes.engine.frames import FrameSpec
 from hyperframes.errors import CorruptFrame, FrameError, MediaError
 from hyperframes.io import video as video_module
 from hyperframes.io.probe import probe
-from hyperframes.io.video import VideoSink, VideoSource
+from hyperframes.io.video import VideoSource
+from hyperframes.io.video_sink import VideoSink
 
 
 def read_all(source: VideoSource, batch: int = 16) -> tuple[np.ndarray, np.ndarray, list[bytes]]:

@@ -141,7 +141,7 @@ def _codec_check(
 
 
 def check_encoders() -> Check:
-    from ..io.video import ENCODERS
+    from ..io.video_sink import ENCODERS
 
     return _codec_check("encoders", tuple(ENCODERS), "w", {"libx264", "ffv1"})
 

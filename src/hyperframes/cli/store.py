@@ -17,7 +17,8 @@ from .. import Pipeline
 from ..errors import StoreCorrupt
 from ..hyper.grouping import GroupingOptions
 from ..io.images import ImageSequenceSink
-from ..io.video import VideoSink, VideoSource
+from ..io.video import VideoSource
+from ..io.video_sink import VideoSink
 from ..store import FrameStore, StoreSink, StoreWriter, is_store, store_info
 from ..store.source import StoreSource
 from ..store.writer import resume_point

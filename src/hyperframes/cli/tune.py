@@ -26,7 +26,8 @@ import numpy as np
 
 from .. import Pipeline, RunReport
 from ..engine.frames import FramePool
-from ..io.video import VideoSink, VideoSource
+from ..io.video import VideoSource
+from ..io.video_sink import VideoSink
 from .common import positive_int
 from .video import frame_size, load_function, resize_stage
 

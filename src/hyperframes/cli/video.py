@@ -16,7 +16,8 @@ import numpy as np
 from .. import FrameSpec, Pipeline, RunReport
 from ..io.loop import Looped
 from ..io.probe import probe
-from ..io.video import PixFmt, VideoSink, VideoSource
+from ..io.video import PixFmt, VideoSource
+from ..io.video_sink import VideoSink
 from ..io.yuv import resize_i420
 from .common import add_run_options, emit_report, positive_int
 from .observe import add_long_run_options, observed_run

@@ -35,7 +35,8 @@ from ..engine.pipeline import Pipeline
 from ..engine.window import HaloStream
 from ..errors import MediaError
 from ..io.base import Sink
-from ..io.video import VideoSink, VideoSource
+from ..io.video import VideoSource
+from ..io.video_sink import VideoSink
 
 Build = Callable[[Pipeline], Pipeline]
 
@@ -184,7 +185,7 @@ def run_chunked(
         keep_segments: keep the segment folder after a successful join.
         overwrite: replace an existing output.
         task_options: Ray options of every segment task (``num_cpus``...).
-        sink_options: options of each segment's :class:`~hyperframes.io.video.VideoSink`
+        sink_options: options of each segment's :class:`~hyperframes.io.video_sink.VideoSink`
             (``codec``, ``crf``, ``preset``, ``pix_fmt``, ``options``).
 
     Returns:

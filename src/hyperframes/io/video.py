@@ -1,13 +1,12 @@
-"""Video files in and out through PyAV (FFmpeg): :class:`VideoSource` and :class:`VideoSink`.
+"""Video files in through PyAV (FFmpeg): :class:`VideoSource`, and the frame layouts and
+checks video and image I/O share (:class:`~hyperframes.io.video_sink.VideoSink` writes).
 
 The source decodes straight into the pool slots the engine hands over and stamps
 every frame with its presentation time (``meta["pts"]``, seconds), so variable
-frame rate survives a round trip. The sink encodes into a hidden temporary file
-next to the output and renames it into place only when the run succeeded.
+frame rate survives a round trip.
 
 Example:
     >>> source = VideoSource("in.mp4", pix_fmt="rgb24", start=100, stop=400)  # doctest: +SKIP
-    >>> sink = VideoSink("out.mkv", codec="ffv1")  # doctest: +SKIP
 
 Note:
     Colour conversion can cost more than decoding. For ``yuv420p`` input tagged BT.601
@@ -22,12 +21,10 @@ Note:
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterator
-from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import av
 import av.container
@@ -37,7 +34,7 @@ import numpy as np
 
 from ..engine.frames import FrameSpec
 from ..errors import CorruptFrame, FrameError, MediaError
-from .base import Chunk, Sink, Source
+from .base import Chunk, Source
 from .probe import open_video, stream_facts, vfr_suspected
 
 PixFmt = Literal["rgb24", "gray", "rgba", "yuv420p"]
@@ -49,11 +46,6 @@ _I420_TO = {"rgb24": cv2.COLOR_YUV2RGB_I420, "rgba": cv2.COLOR_YUV2RGBA_I420}
 _BT601 = frozenset({2, 5, 6})
 #: Below this start frame, decoding forward from the first frame is cheaper than a seek.
 SEEK_MIN_FRAMES = 64
-
-ENCODERS = ("libx264", "libx265", "ffv1", "libvpx-vp9", "mpeg4")
-_CRF_CODECS = frozenset({"libx264", "libx265", "libvpx-vp9"})
-_PRESET_CODECS = frozenset({"libx264", "libx265"})
-_FFV1_FORMATS = {1: "gray", 3: "bgr0", 4: "bgra"}
 
 
 def i420_spec(width: int, height: int) -> FrameSpec:
@@ -360,245 +352,3 @@ class VideoSource(Source):
             f"VideoSource({str(self.path)!r}, spec={self.spec!r}, length={self.length}, "
             f"start={self.start}, stop={self.stop})"
         )
-
-
-class VideoSink(Sink):
-    """Encodes frames into a video file with PyAV, committed atomically.
-
-    Frames go to a hidden temporary file in the output's folder (``.name.partial.ext``,
-    keeping the extension so FFmpeg picks the same muxer) that :meth:`close` renames over
-    the output when the run succeeded and removes when it failed.
-
-    Args:
-        path: the output file; its extension chooses the container (``.mp4``, ``.mkv``...).
-        codec: one of :data:`ENCODERS` that this FFmpeg build has.
-        crf: constant-quality level (libx264, libx265, libvpx-vp9); lower is better.
-        preset: speed preset (libx264, libx265), e.g. ``"ultrafast"``, ``"veryfast"``.
-        pix_fmt: the encoded pixel format; by default ``gray``/``bgr0``/``bgra`` for ffv1
-            (lossless) and ``yuv420p`` for the others.
-        fps: frame rate when frames carry no ``"pts"``; defaults to the source's rate
-            (``info["rate"]``), else 30.
-        overwrite: replace an existing output; otherwise an existing output is an error
-            raised here, before any work.
-        options: more encoder options (FFmpeg names, string values); they win over the above.
-        input_pix_fmt: ``"yuv420p"`` when the frames are yuv420p planes
-            (``VideoSource(pix_fmt="yuv420p")``, see :func:`i420_spec`); by default the
-            frames' shape says rgb24, gray or rgba.
-
-    Raises:
-        ValueError: unknown or unavailable codec, or an option the codec does not take.
-        FileExistsError: the output exists and ``overwrite`` is false.
-        FileNotFoundError: the output's folder does not exist.
-        PermissionError: the output's folder is not writable.
-
-    Note:
-        Frames that carry ``meta["pts"]`` keep those timestamps, relative to the first
-        frame, in the source's time base when known (variable frame rate survives);
-        otherwise frame ``n`` is shown at ``n / fps``. Subsampled formats such as
-        ``yuv420p`` need an even width and height; odd sizes are refused with a
-        message rather than silently padded or cropped.
-    """
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        codec: str = "libx264",
-        crf: int | None = None,
-        preset: str | None = None,
-        pix_fmt: str | None = None,
-        fps: float | Fraction | str | None = None,
-        overwrite: bool = False,
-        options: dict[str, str] | None = None,
-        input_pix_fmt: Literal["yuv420p"] | None = None,
-    ) -> None:
-        available = [name for name in ENCODERS if name in av.codecs_available]
-        if codec not in available:
-            raise ValueError(f"codec must be one of {available} (available here), got {codec!r}")
-        if crf is not None and codec not in _CRF_CODECS:
-            raise ValueError(f"{codec} takes no crf; pass options= with its own quality setting")
-        if preset is not None and codec not in _PRESET_CODECS:
-            raise ValueError(f"{codec} takes no preset; presets apply to {sorted(_PRESET_CODECS)}")
-        formats = {fmt.name for fmt in av.Codec(codec, "w").video_formats or ()}
-        if pix_fmt is not None and pix_fmt not in formats:
-            raise ValueError(
-                f"{codec} cannot encode pix_fmt {pix_fmt!r}; use one of {sorted(formats)}"
-            )
-        self.path = Path(path)
-        _check_writable(self.path, overwrite=overwrite)
-        self.codec, self.pix_fmt, self.fps = codec, pix_fmt, fps
-        self.input_pix_fmt = input_pix_fmt
-        self.options = _encoder_options(codec, crf, preset) | dict(options or {})
-        self.temp = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
-        self.frames_written = 0
-        self._container: av.container.OutputContainer | None = None
-        self._stream: av.video.stream.VideoStream | None = None
-        self._spec: FrameSpec | None = None
-        self._format = "rgb24"
-        self._source_base: Fraction | None = None
-        self._time_base = Fraction(1, 30)
-        self._use_pts: bool | None = None
-        self._origin = 0.0
-        self._last_pts = -1
-
-    def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
-        """Create the temporary file and the encoder for frames of ``spec``."""
-        if self.input_pix_fmt == "yuv420p":
-            self._format = "yuv420p"
-            width, height = spec.shape[1], spec.shape[0] * 2 // 3
-            if spec != i420_spec(width, height):
-                raise FrameError(f"yuv420p frames need the shape of i420_spec(), got {spec}")
-            pix_fmt = self.pix_fmt or "yuv420p"
-        else:
-            self._format = frame_format(spec)
-            height, width = spec.shape[:2]
-            channels = CHANNELS[self._format]
-            default = _FFV1_FORMATS[channels] if self.codec == "ffv1" else "yuv420p"
-            pix_fmt = self.pix_fmt or default
-        if (width % 2 or height % 2) and _subsampled(pix_fmt):
-            raise ValueError(
-                f"{self.codec} with pix_fmt {pix_fmt} needs an even width and height, got "
-                f"{width}x{height}; resize to an even size or pass pix_fmt='yuv444p'"
-            )
-        rate = _fraction(self.fps or info.get("rate") or info.get("fps") or 30)
-        self._time_base = 1 / rate
-        if info.get("time_base"):
-            self._source_base = _fraction(info["time_base"])
-        try:
-            self._container = av.open(str(self.temp), mode="w")
-        except (av.FFmpegError, ValueError) as exc:
-            raise MediaError(
-                f"cannot write a video named {str(self.path)!r} ({exc}); "
-                "use an extension FFmpeg knows, such as .mp4 or .mkv"
-            ) from exc
-        try:
-            stream = self._container.add_stream(self.codec, rate=rate)
-            assert isinstance(stream, av.video.stream.VideoStream)
-            stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
-            options: dict[str, object] = dict(self.options)
-            stream.options = options
-        except (av.FFmpegError, ValueError) as exc:
-            self.close(ok=False)
-            raise MediaError(f"cannot set up {self.codec} for {str(self.path)!r}: {exc}") from exc
-        self._stream, self._spec = stream, spec
-
-    def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
-        """Encode one batch; timestamps come from ``meta["pts"]`` when present."""
-        if self._container is None or self._stream is None or self._spec is None:
-            raise RuntimeError("VideoSink.write called before open() or after close()")
-        check_frames(frames, self._spec, f"video sink {str(self.path)!r}")
-        pts = meta.get("pts")
-        if self._use_pts is None:
-            self._start_clock(pts)
-        try:
-            for number, frame in enumerate(frames):
-                plane = frame[..., 0] if self._format == "gray" and frame.ndim == 3 else frame
-                video_frame = av.VideoFrame.from_ndarray(plane, format=self._format)
-                video_frame.time_base = self._time_base
-                video_frame.pts = self._next_pts(None if pts is None else float(pts[number]))
-                self._container.mux(self._stream.encode(video_frame))
-        except av.FFmpegError as exc:
-            raise MediaError(
-                f"encoding {str(self.path)!r} with {self.codec} failed: {exc}"
-            ) from exc
-        self.frames_written += len(frames)
-
-    def close(self, *, ok: bool) -> str | None:
-        """Finish the file and rename it into place (``ok=True``), or remove it.
-
-        Returns:
-            The output path, or ``None`` after ``ok=False``.
-
-        Raises:
-            MediaError: ``ok=True`` but no frame was written, or the encoder failed to flush.
-        """
-        container, stream = self._container, self._stream
-        self._container = self._stream = None
-        try:
-            if ok and container is not None and stream is not None and self.frames_written:
-                container.mux(stream.encode(None))
-                container.close()
-                container = None
-                os.replace(self.temp, self.path)
-                return str(self.path)
-            if ok:
-                raise MediaError(
-                    f"no frames were written to {str(self.path)!r}; the input was empty"
-                )
-            return None
-        except av.FFmpegError as exc:
-            raise MediaError(f"finishing {str(self.path)!r} failed: {exc}") from exc
-        finally:
-            if container is not None:
-                with contextlib.suppress(av.FFmpegError):  # the file is removed anyway
-                    container.close()
-            self.temp.unlink(missing_ok=True)
-
-    def _start_clock(self, pts: np.ndarray | None) -> None:
-        """Fix the time base at the first batch: the source's when frames carry pts."""
-        assert self._stream is not None
-        self._use_pts = pts is not None and len(pts) > 0
-        if self._use_pts:
-            assert pts is not None
-            base = self._source_base
-            if base is None or (self.codec == "mpeg4" and base.denominator > 65535):
-                base = Fraction(1, 60000 if self.codec == "mpeg4" else 90000)
-            self._time_base, self._origin = base, float(pts[0])
-        self._stream.codec_context.time_base = self._time_base
-
-    def _next_pts(self, seconds: float | None) -> int:
-        if seconds is None or not self._use_pts:
-            value = self._last_pts + 1
-        else:
-            value = max(round((seconds - self._origin) / self._time_base), self._last_pts + 1)
-        self._last_pts = value
-        return value
-
-    def __repr__(self) -> str:
-        return f"VideoSink({str(self.path)!r}, codec={self.codec!r}, options={self.options})"
-
-
-def _check_writable(path: Path, *, overwrite: bool) -> None:
-    """Raise the right ``OSError`` now, before any work, if ``path`` cannot be written."""
-    folder = path.parent
-    if path.is_dir():
-        raise IsADirectoryError(f"{str(path)!r} is a folder; name a file to write")
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{str(path)!r} exists; pass overwrite=True or choose another name")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"folder {str(folder)!r} does not exist; create it first")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise PermissionError(f"folder {str(folder)!r} is not writable; choose another folder")
-
-
-def _encoder_options(codec: str, crf: int | None, preset: str | None) -> dict[str, str]:
-    options: dict[str, str] = {}
-    if crf is not None:
-        options["crf"] = str(crf)
-        if codec == "libvpx-vp9":
-            options["b"] = "0"  # constant quality needs the bit rate unset
-    if preset is not None:
-        options["preset"] = preset
-    if codec == "libx265":
-        options["x265-params"] = "log-level=error"
-    return options
-
-
-def _subsampled(pix_fmt: str) -> bool:
-    """Whether ``pix_fmt`` stores chroma at a lower resolution than luma."""
-    return any(c.width < 2 or c.height < 2 for c in av.VideoFormat(pix_fmt, 2, 2).components)
-
-
-def _fraction(value: float | Fraction | str) -> Fraction:
-    """A rate or time base as a fraction: ``"30000/1001"``, ``29.97``, ``Fraction(1, 25)``."""
-    try:
-        result = (
-            Fraction(value)
-            if isinstance(value, str)
-            else Fraction(value).limit_denominator(1_000_000)
-        )
-    except (ValueError, ZeroDivisionError) as exc:
-        raise ValueError(f"a rate must be a positive number or 'a/b', got {value!r}") from exc
-    if result <= 0:
-        raise ValueError(f"a rate must be a positive number or 'a/b', got {value!r}")
-    return result
