@@ -7,8 +7,12 @@ shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from .._version import __version__
 from . import analyze, bench, demo, doctor, store, tune, video, view
@@ -37,12 +41,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        result: int = args.run(args)
+        with signals_interrupt():
+            result: int = args.run(args)
         return result
-    except KeyboardInterrupt:
-        print("hyperframes: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"hyperframes: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        return 128 + signum
     except Exception as exc:
         if args.debug:
             raise
         return fail(exc)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised like Ctrl-C so that every clean-up path runs for them too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+_STOPS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    for each in _STOPS:  # a second signal must not cut the clean-up short
+        signal.signal(each, signal.SIG_IGN)
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP interrupt the command as Ctrl-C does (partial outputs removed,
+    exit code 128 + the signal's number), for the duration of the block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {each: signal.signal(each, _stop) for each in _STOPS}
+    try:
+        yield
+    finally:
+        for each, handler in before.items():
+            signal.signal(each, handler)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how frames stored whole are coded: gradient (fast) or webp (lossless WebP: "
         "20-30%% smaller stores, several times slower to pack)",
     )  # fmt: skip
-    p.add_argument("--resume", action="store_true", help="continue a partial store")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    either = p.add_mutually_exclusive_group()
+    either.add_argument(
+        "--resume", action="store_true",
+        help="continue a partial store packed from the same input",
+    )  # fmt: skip
+    either.add_argument("--overwrite", action="store_true", help="replace an existing store")
     p.add_argument("--workers", type=positive_int, default=2, help="encoding threads")
     p.add_argument("--batch-size", type=batch_size, default=None, help="frames per batch")
     p.add_argument("--json", action="store_true", help="print one JSON object, no bar")
@@ -63,6 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("store", metavar="STORE")
     p.add_argument("index", type=int, metavar="INDEX", help="frame index (negative: from end)")
     p.add_argument("output", metavar="OUT.png")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing image")
     p.set_defaults(run=run_frame)
 
     p = sub.add_parser("verify", help="check every checksum of a store")
@@ -82,10 +88,10 @@ def run_pack(args: argparse.Namespace) -> int:
                 "max_len": options.max_len}  # fmt: skip
     tier = "lossless" if args.psnr is None else "psnr"
     start, complete = resume_point(args.store) if args.resume else (0, False)
-    total = VideoSource(args.input).length
-    if complete or (total is not None and start >= total):
-        StoreWriter(
-            args.store, _store_spec(args.store), {}, tier=tier, psnr=args.psnr,
+    whole = VideoSource(args.input)
+    if complete or (whole.length is not None and start >= whole.length):
+        StoreWriter(  # checks that the store was packed from this input
+            args.store, _store_spec(args.store), whole.info, tier=tier, psnr=args.psnr,
             intra=args.intra, grouping=grouping, resume=True,
         ).close(complete=True)  # fmt: skip
         return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
@@ -144,8 +150,13 @@ def run_unpack(args: argparse.Namespace) -> int:
 
 
 def run_frame(args: argparse.Namespace) -> int:
+    out = Path(args.output)
     if not cv2.haveImageWriter(args.output):  # imwrite raises cv2.error for these
         raise ValueError(f"cannot write an image named {args.output!r}; use .png or .jpg")
+    if (out.exists() or out.is_symlink()) and not args.overwrite:
+        raise FileExistsError(f"{args.output!r} exists; pass --overwrite to replace it")
+    if out.is_dir():
+        raise IsADirectoryError(f"{args.output!r} is a folder; name an image file")
     with FrameStore(args.store, read_ahead=False) as store:
         frame = store[args.index]
     channels = 1 if frame.ndim == 2 else frame.shape[-1]
@@ -153,8 +164,13 @@ def run_frame(args: argparse.Namespace) -> int:
         frame = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)
     elif channels == 4:
         frame = cv2.cvtColor(frame, cv2.COLOR_RGBA2BGRA)
-    if not cv2.imwrite(args.output, frame):
-        raise ValueError(f"cannot write an image named {args.output!r}; use .png or .jpg")
+    temp = out.with_name(f".{out.stem}.partial-{os.getpid()}{out.suffix}")
+    try:
+        if not cv2.imwrite(str(temp), frame):
+            raise ValueError(f"cannot write an image named {args.output!r}; use .png or .jpg")
+        os.replace(temp, out)  # replaces a symlink at ``out`` itself, never its target
+    finally:
+        temp.unlink(missing_ok=True)
     print(args.output)
     return 0
 
@@ -162,11 +178,19 @@ def run_frame(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     with FrameStore(args.store, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
         bad = store.verify()
-        frames = len(store)
+        frames, complete = len(store), store.complete
+        expected = store.info.source.get("frames")
     if args.json:
-        print(json.dumps({"path": args.store, "frames": frames, "ok": not bad, "bad_frames": bad}))
+        print(json.dumps({
+            "path": args.store, "frames": frames, "complete": complete, "ok": not bad,
+            "bad_frames": bad,
+        }))  # fmt: skip
     elif not bad:
-        print(f"{args.store}: {frames} frames, every checksum matches")
+        held = f"{frames} frames"
+        if not complete:
+            of = f" of {expected}" if isinstance(expected, int) and expected >= frames else ""
+            held = f"incomplete: {frames}{of} frames (pack IN {args.store} --resume continues it)"
+        print(f"{args.store}: {held}, every checksum matches")
     if bad:
         shown = ", ".join(map(str, bad[:20])) + (" ..." if len(bad) > 20 else "")
         error = StoreCorrupt(f"{len(bad)} of {frames} frames are damaged: {shown}")

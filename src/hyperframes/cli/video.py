@@ -19,7 +19,7 @@ from ..io.probe import probe
 from ..io.video import PixFmt, VideoSource
 from ..io.video_sink import VideoSink
 from ..io.yuv import resize_i420
-from .common import add_run_options, emit_report, positive_int
+from .common import add_run_options, emit_report, positive_float, positive_int
 from .observe import add_long_run_options, observed_run
 
 MAX_SIDE = 16384
@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("output")
     p.add_argument("--frames", type=positive_int, required=True)
     p.add_argument("--size", type=frame_size, required=True, help="WxH")
-    p.add_argument("--fps", type=float, default=30.0)
+    p.add_argument("--fps", type=positive_float, default=30.0, help="frames per second")
     add_encoder_options(p)
     add_run_options(p)
     add_long_run_options(p)

@@ -28,7 +28,7 @@ from ..metrics.report import RunReport
 from .faults import FaultPolicy
 from .frames import Batch, FrameSpec, check_batch_size
 from .reuse import ReuseStrategy, mse_bound
-from .runner import Monitor, ProgressFn, Runner
+from .runner import Monitor, ProgressFn, Runner, exclusive
 from .stage import Call, Stage, on_frames
 from .window import HaloStream, WindowCall, check_window
 
@@ -308,19 +308,20 @@ class Pipeline:
 
             exporter = PrometheusExporter(port=metrics_port, host=metrics_host)
             monitor = Monitors([exporter] if monitor is None else [exporter, monitor])
-        runner = Runner(
-            self.source,
-            self.stages,
-            self.sink,
-            batch_size=self.batch_size,
-            slots=slots,
-            slot_timeout=slot_timeout,
-            progress=progress,
-            allow_failures=allow_failures,
-            executor=get_executor(executor),
-            monitor=monitor,
-        )
-        return runner.run()
+        with exclusive(self.source, self.stages, self.sink):
+            runner = Runner(
+                self.source,
+                self.stages,
+                self.sink,
+                batch_size=self.batch_size,
+                slots=slots,
+                slot_timeout=slot_timeout,
+                progress=progress,
+                allow_failures=allow_failures,
+                executor=get_executor(executor),
+                monitor=monitor,
+            )
+            return runner.run()
 
     def collect(self, **run_options: Any) -> np.ndarray:
         """Run and return every output frame as one ``(N, *shape)`` array (short inputs only)."""

@@ -17,9 +17,10 @@ How a run stays flat, busy and safe:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -80,6 +81,39 @@ def default_slots(stages: Sequence[Stage]) -> int:
 def held_slots(stages: Sequence[Stage]) -> int:
     """Slots that ordered stages may keep at once."""
     return sum(s.stream.holds for s in stages if s.stream is not None)
+
+
+_BUSY_LOCK = threading.Lock()
+_BUSY: set[int] = set()
+
+
+@contextlib.contextmanager
+def exclusive(source: Source, stages: Sequence[Stage], sink: Sink) -> Iterator[None]:
+    """Claim the parts of a run for its duration; a part already in another run is refused.
+
+    Sources, stages and sinks keep per-run state (a decoder, a stream, an output file), so
+    one pipeline run from two threads, or two pipelines sharing a stage, would split the
+    frames between the runs.
+
+    Raises:
+        RuntimeError: a part is in a run that has not finished.
+    """
+    parts = [("source", source), *((f"stage {s.name!r}", s) for s in stages), ("sink", sink)]
+    with _BUSY_LOCK:
+        for what, part in parts:
+            if id(part) in _BUSY:
+                raise RuntimeError(
+                    f"this pipeline's {what} is already in a run that has not finished; "
+                    "build a separate Pipeline (with its own source and sink) for each "
+                    "concurrent run"
+                )
+        claimed = {id(part) for _, part in parts}
+        _BUSY.update(claimed)
+    try:
+        yield
+    finally:
+        with _BUSY_LOCK:
+            _BUSY.difference_update(claimed)
 
 
 class Runner:

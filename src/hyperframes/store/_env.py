@@ -17,12 +17,19 @@ Settings, chosen on purpose:
 - ``sync=True`` for writers: a commit is durable before the next group starts, so a
   killed pack (or a crashed machine) leaves the store at a group boundary.
 - ``lock=True``: readers in other processes see committed groups (MVCC) while a
-  writer appends.
+  writer appends. A read-only open whose folder has no ``lock.mdb``, or cannot be
+  written, opens with ``lock=False`` instead: read-only commands never create or
+  write a file (no writer can be running on such a folder).
+
+A store is untrusted input: ``data.mdb`` and ``lock.mdb`` must be regular files with
+one link each, never symbolic links, or LMDB would write its lock header (or pages)
+through them into any file the user can write.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +38,14 @@ from typing import Any
 import lmdb
 
 from ..errors import StoreCorrupt, StoreError
-from .format import RECORDS_DB, TABLE_DB
+from .format import HEADER_KEY, RECORDS_DB, STATE_KEY, TABLE_DB
 
 INITIAL_MAP_SIZE = 64 << 30
 MAX_READERS = 126
 DATA_FILE = "data.mdb"
+LOCK_FILE = "lock.mdb"
+STORE_KEYS = frozenset({HEADER_KEY, STATE_KEY, TABLE_DB, RECORDS_DB})
+"""Every key of a store's main database (two values and the names of two databases)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,8 @@ def _open(path: Path, *, writable: bool, create: bool) -> Handles:
         if not path.is_dir() or not data.is_file():
             what = "does not exist" if not path.exists() else f"has no {DATA_FILE}"
             raise StoreError(f"{str(path)!r} is not a hyperframes store ({what})")
+    lock_present = check_files(path)
+    lock = writable or (lock_present and os.access(path / LOCK_FILE, os.W_OK))
     try:
         env = lmdb.open(
             str(path),
@@ -135,19 +147,63 @@ def _open(path: Path, *, writable: bool, create: bool) -> Handles:
             max_dbs=2,
             sync=True,
             metasync=True,
-            lock=True,
+            lock=lock,
             meminit=False,
         )
     except lmdb.Error as exc:
         raise StoreCorrupt(f"LMDB cannot open {str(path)!r}: {exc}") from None
     try:
         check_size(env, path)
+        refuse_foreign(env, path)
         table = _db(env, TABLE_DB, create=writable)
         records = _db(env, RECORDS_DB, create=writable)
     except BaseException:
         env.close()
         raise
     return Handles(env, table, records)
+
+
+def check_files(path: Path) -> bool:
+    """Refuse store files that are links or not regular files; whether ``lock.mdb`` exists.
+
+    Raises:
+        StoreError: ``data.mdb`` or ``lock.mdb`` is a symbolic link, a hard link to
+            another file, or not a regular file.
+    """
+    present = False
+    for name in (DATA_FILE, LOCK_FILE):
+        try:
+            info = os.lstat(path / name)
+        except FileNotFoundError:
+            continue
+        why = (
+            "a symbolic link" if stat.S_ISLNK(info.st_mode)
+            else "not a regular file" if not stat.S_ISREG(info.st_mode)
+            else f"a hard link shared with {info.st_nlink - 1} other name(s)"
+            if info.st_nlink > 1 else ""
+        )  # fmt: skip
+        if why:
+            raise StoreError(
+                f"{str(path / name)!r} is {why}; a store's files must be plain files of its "
+                "own, so it is not opened (copy the store with `cp -rL` if you trust it)"
+            )
+        present = present or name == LOCK_FILE
+    return present
+
+
+def refuse_foreign(env: lmdb.Environment, path: Path) -> None:
+    """Refuse an LMDB environment whose main database holds keys a store never writes.
+
+    Raises:
+        StoreError: the folder holds another program's LMDB data (nothing is written to it).
+    """
+    with env.begin() as txn:
+        for key in txn.cursor().iternext(values=False):
+            if bytes(key) not in STORE_KEYS:
+                raise StoreError(
+                    f"{str(path)!r} is an LMDB database of another program (it holds the key "
+                    f"{bytes(key)[:40]!r}), not a hyperframes store; choose a new path"
+                )
 
 
 def _db(env: lmdb.Environment, name: bytes, *, create: bool) -> Any:

@@ -99,17 +99,25 @@ class StoreWriter:
             raise ValueError(f"intra must be one of {sorted(fmt.INTRA)}, got {intra!r}")
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        if resume and overwrite:
+            raise ValueError(
+                "pass either resume=True (continue the store) or overwrite=True (replace it), "
+                "not both"
+            )
         self.path = Path(path)
         self.header = fmt.StoreHeader(
             spec, fmt.json_safe(dict(info or {})), tier, psnr, level, grouping, __version__,
             intra=intra,
         )  # fmt: skip
-        self._prepare(resume=resume, overwrite=overwrite)
-        self._handles = _env.acquire(self.path, writable=True, create=True)
-        self._env = self._handles.env
         self._lock_fd: int | None = None
+        self._prepare(resume=resume, overwrite=overwrite)  # takes the writer lock
         try:
-            self._lock_writer()
+            self._handles = _env.acquire(self.path, writable=True, create=True)
+        except BaseException:
+            self._unlock()
+            raise
+        self._env = self._handles.env
+        try:
             self.state = self._start(resume=resume)
         except BaseException:
             self._unlock()
@@ -152,13 +160,20 @@ class StoreWriter:
             raise ValueError(f"pts must have one value per frame, got shape {times.shape}")
         first, self._next_first = self._next_first, self._next_first + count
         while len(self._pending) >= self._limit:
-            self._commit(self._pending.popleft().result())
+            self._commit(self._pending[0].result())
+            self._pending.popleft()
         self._pending.append(self._pool.submit(self._encode, frames, times, first))
 
     def flush(self) -> None:
-        """Commit every queued group, in order."""
+        """Commit every queued group, in order.
+
+        A group leaves the queue only once it is committed, so an interruption (Ctrl-C
+        while waiting for an encoder, a failed commit) loses no group: :meth:`close`
+        commits it and those after it, or none of them.
+        """
         while self._pending:
-            self._commit(self._pending.popleft().result())
+            self._commit(self._pending[0].result())
+            self._pending.popleft()
 
     def close(self, *, complete: bool = True) -> fmt.StoreState:
         """Commit what is queued and close; ``complete=False`` keeps the store resumable.
@@ -171,7 +186,9 @@ class StoreWriter:
         try:
             try:
                 self.flush()
-            except BaseException:
+            except Exception:
+                # A failed encode or commit: the groups before it are committed and the
+                # store ends there (a later group never lands after a missing one).
                 if complete:
                     raise
             if complete:
@@ -198,35 +215,52 @@ class StoreWriter:
     # -- internals -----------------------------------------------------------------------
 
     def _prepare(self, *, resume: bool, overwrite: bool) -> None:
+        """Check what is at ``path``, take the writer lock, then clear it for ``overwrite``.
+
+        The lock is taken before anything is removed, so a second writer (``overwrite``
+        included) is refused while the first runs instead of deleting its store.
+        """
         path = self.path
         if not path.exists():
             if not path.parent.is_dir():
                 raise FileNotFoundError(f"folder {str(path.parent)!r} does not exist")
-            return
-        if not path.is_dir():
+            path.mkdir()
+        elif not path.is_dir():
             raise FileExistsError(f"{str(path)!r} exists and is not a store folder")
         names = {p.name for p in path.iterdir()}
-        if not names:
-            return
         if not names <= _STORE_FILES:
             raise FileExistsError(
                 f"{str(path)!r} is a folder that holds other files; choose a new path"
             )
-        if overwrite and not resume:
-            if _env.is_open(path):
-                raise StoreError(f"store {str(path)!r} is open in this process; close it first")
-            shutil.rmtree(path)
-            return
-        if not resume:
+        if names - {WRITER_LOCK} and not (resume or overwrite):
             raise FileExistsError(
                 f"store {str(path)!r} exists; pass resume=True to continue it or "
                 "overwrite=True to replace it"
             )
+        self._lock_writer()
+        if overwrite and names - {WRITER_LOCK}:
+            if _env.is_open(path):
+                self._unlock()
+                raise StoreError(f"store {str(path)!r} is open in this process; close it first")
+            for name in (_env.DATA_FILE, _env.LOCK_FILE):
+                with contextlib.suppress(FileNotFoundError):
+                    (path / name).unlink()
 
     def _lock_writer(self) -> None:
         if fcntl is None:  # pragma: no cover
             return
-        fd = os.open(self.path / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(
+                self.path / WRITER_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+            )  # fmt: skip
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StoreError(
+                    f"{str(self.path / WRITER_LOCK)!r} is a symbolic link; a store's files "
+                    "must be regular files"
+                ) from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -260,6 +294,12 @@ class StoreWriter:
                 f"({_settings(existing)}) than this resume ({_settings(self.header)}); "
                 "resume with the same settings or pack again with overwrite"
             )
+        differs = fmt.source_differences(existing.source, self.header.source)
+        if differs:
+            raise StoreError(
+                f"store {str(self.path)!r} was packed from another input ({differs}); resume "
+                "from the same input, or pack this one into a new store"
+            )
         self.header = existing
         return fmt.parse_state(raw_state)
 
@@ -282,6 +322,11 @@ class StoreWriter:
 
     def _commit(self, item: _Encoded) -> None:
         state = self.state
+        if item.entry.first != state.frames:  # never commit a group after a missing one
+            raise StoreError(
+                f"group of frames {item.entry.first}..{item.entry.stop - 1} does not follow the "
+                f"{state.frames} frames committed to store {str(self.path)!r}"
+            )
         group = state.groups
         low = state.psnr_min
         if math.isfinite(item.psnr_min):
@@ -363,13 +408,3 @@ def resume_point(path: str | os.PathLike[str]) -> tuple[int, bool]:
         return state.frames, state.complete
     finally:
         _env.release(folder)
-
-
-def remove_store(path: str | os.PathLike[str]) -> None:
-    """Delete a store folder (only one that holds store files and nothing else)."""
-    folder = Path(path)
-    names = {p.name for p in folder.iterdir()}
-    if not names <= _STORE_FILES:
-        raise StoreError(f"{str(folder)!r} holds files that are not a store's; not removing it")
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(folder)
