@@ -193,12 +193,7 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     records = tuple(_record(entry, i, count, payload_len, bands) for i, entry in enumerate(frames))
     if head["tier"] == "lossless" and any(r.kind == "quant" for r in records):
         raise StoreCorrupt("group header: a lossless group holds a quantised record")
-    for i in range(count):  # every chain must end at a raw frame within `count` steps
-        j, steps = i, 0
-        while records[j].ref >= 0:
-            j, steps = records[j].ref, steps + 1
-            if steps > count:
-                raise StoreCorrupt(f"group header: frame {i}'s references form a cycle")
+    _check_acyclic([r.ref for r in records])
     if predictor != "none" and (dtype != np.uint8 or len(shape) < 2):
         raise StoreCorrupt(f"group header: the {predictor} predictor needs uint8 frames of 2+ dims")
     if transform != "none" and (dtype != np.uint8 or shape[-1] != 3 or head["tier"] != "lossless"):
@@ -217,6 +212,33 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
         transform,
         bands,
     )
+
+
+def _check_acyclic(refs: list[int]) -> None:
+    """Refuse references that do not all lead to a raw frame (``ref`` -1), in linear time.
+
+    Each frame is walked at most once: a walk stops at the first frame already known to
+    reach a raw one, and the frames it passed are then marked as reaching one too. A walk
+    that comes back to a frame of its own path has found a cycle; the error names the
+    walk's first frame, the lowest-numbered frame whose chain never ends.
+
+    Raises:
+        StoreCorrupt: the references form a cycle.
+    """
+    resolved = [ref < 0 for ref in refs]
+    on_path = [False] * len(refs)
+    path: list[int] = []
+    for i in range(len(refs)):
+        j = i
+        while not resolved[j]:
+            if on_path[j]:
+                raise StoreCorrupt(f"group header: frame {i}'s references form a cycle")
+            on_path[j] = True
+            path.append(j)
+            j = refs[j]
+        for k in path:
+            resolved[k] = True
+        path.clear()
 
 
 def _record(entry: Any, index: int, count: int, payload_len: int, bands: int) -> Record:

@@ -15,18 +15,23 @@ Example:
 Note:
     A scrape costs one snapshot (tens of microseconds); ``docs/observability.md`` has
     the measured overhead of a run with the exporter against one without.
+
+Bound to a loopback address, the endpoint answers 403 to a request whose ``Host``
+header is not a loopback name or its own address (:mod:`._hosts`), as the viewer does:
+a web page elsewhere cannot read it through DNS rebinding.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from socketserver import ThreadingMixIn
 from typing import Any, Literal
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from ._hosts import allowed_hosts, host_allowed
 from .report import RunReport
 
 DEFAULT_HOST = "127.0.0.1"
@@ -232,6 +237,28 @@ class SnapshotCollector:
             yield family
 
 
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def guard_host(app: WsgiApp, allowed: list[str] | None) -> WsgiApp:
+    """``app``, answering 403 to requests whose ``Host`` is not in ``allowed`` (``None``: any)."""
+    if allowed is None:
+        return app
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if host_allowed(environ.get("HTTP_HOST"), allowed):
+            return app(environ, start_response)
+        body = f"403 Forbidden: the Host header must be one of {', '.join(allowed)}\n".encode()
+        headers = [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+        ]
+        start_response("403 Forbidden", headers)
+        return [body]
+
+    return guarded
+
+
 class _QuietHandler(WSGIRequestHandler):
     """Serves requests without a log line on stderr per scrape."""
 
@@ -257,7 +284,8 @@ class PrometheusExporter:
     Args:
         port: TCP port; 0 picks a free one (see :attr:`port` after ``start``).
         host: address to bind; 127.0.0.1 (this machine only) by default. Use 0.0.0.0
-            only on a trusted network: the endpoint has no authentication.
+            only on a trusted network: the endpoint has no authentication. On a loopback
+            address, requests must name it, ``localhost`` or ``127.0.0.1`` as ``Host``.
 
     Raises:
         ImportError: ``prometheus_client`` is not installed (says how to install it).
@@ -292,7 +320,7 @@ class PrometheusExporter:
             server = make_server(
                 self.host,
                 self.requested_port,
-                client.make_wsgi_app(registry),
+                guard_host(client.make_wsgi_app(registry), allowed_hosts(self.host)),
                 server_class=_server_class(self.host),
                 handler_class=_QuietHandler,
             )

@@ -11,6 +11,12 @@ Routes (``GET`` only; anything else is 404, or 405 for another method on a route
 - ``/api/stats``: cache tiers and fetch times.
 - ``/api/live``: a watched run's figures (``{"state": "none"}`` without a monitor).
 
+Every request is answered with a status and a one-line ``text/plain`` reason, never a
+traceback: 400 for a bad query (an unknown format, an index no store can hold), 404 for
+a frame that does not exist, 500 for a frame that cannot be read (a damaged store says
+so and names ``hyperframes verify``). A failure is also logged as one line on the
+``hyperframes.viewer`` logger. A ``Host`` header other than the allowed ones gets 400.
+
 Example:
     >>> app = create_app(frames=FrameServer(store), timeline=Timeline(store))  # doctest: +SKIP
     >>> TestClient(app).get("/api/meta").json()["frames"]  # doctest: +SKIP
@@ -19,26 +25,35 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import logging
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
 from .._version import __version__
+from ..errors import StoreCorrupt, StoreError
+from ..metrics._hosts import host_allowed
 from ._deps import missing
-from .frames import FORMATS, FrameServer, ImageFormat
+from .frames import FORMATS, EncodeError, FrameServer, ImageFormat
 from .live import LiveMonitor
 from .timeline import Timeline
 
 try:
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
     from starlette.routing import Route
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise missing(exc) from exc
+
+log = logging.getLogger("hyperframes.viewer")
+
+MAX_INDEX = (1 << 63) - 1
+"""The largest frame index a request may name (int64); larger ones are refused (400)."""
+_MAX_INDEX_DIGITS = len(str(MAX_INDEX))
 
 ASSETS: dict[str, str] = {
     "viewer.js": "text/javascript; charset=utf-8",
@@ -87,6 +102,76 @@ def load_assets() -> dict[str, bytes]:
 
 def _not_found(detail: str = "not found") -> PlainTextResponse:
     return PlainTextResponse(detail, status_code=404)
+
+
+def _bad_request(detail: str) -> PlainTextResponse:
+    return PlainTextResponse(detail, status_code=400)
+
+
+def _one_line(text: object, limit: int = 300) -> str:
+    """``text`` on one line, cut to ``limit`` characters (for a status body or a log)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def parse_index(text: str) -> int | None:
+    """The frame index a path segment names; ``None`` if it is not a whole number.
+
+    Only ASCII digits count (``int`` would also take ``"+1"``, ``" 1"``, ``"1_0"`` and
+    other scripts' digits), and the length is checked before converting, so a number of
+    thousands of digits never reaches ``int`` (whose digit limit raises ``ValueError``).
+
+    Raises:
+        ValueError: a whole number over :data:`MAX_INDEX` (a bad request, not a missing frame).
+    """
+    if not text or not text.isascii() or not text.isdigit():
+        return None
+    digits = text.lstrip("0") or "0"
+    if len(digits) > _MAX_INDEX_DIGITS or int(digits) > MAX_INDEX:
+        shown = text if len(text) <= 24 else f"{text[:8]}... ({len(text)} digits)"
+        raise ValueError(f"frame index {shown} is too large")
+    return int(digits)
+
+
+class _HostCheck:
+    """ASGI middleware answering 400 to a request whose ``Host`` is not allowed."""
+
+    def __init__(self, app: ASGIApp, allowed: Sequence[str]) -> None:
+        self.app = app
+        self.allowed = list(allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = next((v for k, v in scope.get("headers", ()) if k == b"host"), b"")
+            if not host_allowed(host.decode("latin-1"), self.allowed):
+                if scope["type"] == "websocket":  # refused before the handshake: 403
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                reason = f"invalid host header: use one of {', '.join(self.allowed)}"
+                await PlainTextResponse(reason, status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _failed(reason: str) -> PlainTextResponse:
+    """A 500 answer with ``reason`` (one line), also logged as one line."""
+    reason = _one_line(reason)
+    log.warning("viewer: %s", reason)
+    return PlainTextResponse(reason, status_code=500)
+
+
+def _guarded(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
+    """``handler``, answering 500 with one line instead of raising on an unexpected error."""
+
+    @functools.wraps(handler)
+    def run(request: Request) -> Response:
+        try:
+            return handler(request)
+        except Exception as exc:  # a bug: one line here, the traceback only at debug level
+            log.debug("viewer: %s failed", request.url.path, exc_info=True)
+            return _failed(f"{request.url.path} failed: {type(exc).__name__}: {exc}")
+
+    return run
 
 
 def create_app(
@@ -152,12 +237,26 @@ def create_app(
             return _not_found("no frames are served here")
         fmt = request.query_params.get("format", default_format)
         if fmt not in FORMATS:
-            return PlainTextResponse(f"format must be one of {list(FORMATS)}", status_code=400)
-        index = request.path_params["index"]
+            return _bad_request(f"format must be one of {list(FORMATS)}")
+        try:
+            index = parse_index(request.path_params["index"])
+        except ValueError as exc:
+            return _bad_request(f"{exc}; valid indices: 0..{len(frames) - 1}")
+        if index is None:  # not a number: no such route, as for any other unknown path
+            return _not_found()
         try:
             served = frames.get(index, fmt=fmt)
         except IndexError as exc:
             return _not_found(str(exc))
+        except StoreCorrupt as exc:
+            return _failed(
+                f"frame {index} cannot be read: the store is damaged; run `hyperframes verify "
+                f"{name or 'STORE'}` to list the damaged frames ({exc})"
+            )
+        except StoreError as exc:
+            return _failed(f"frame {index} cannot be read: {_one_line(exc)}")
+        except EncodeError as exc:
+            return _failed(f"frame {index} cannot be shown: {_one_line(exc)}")
         headers = {
             "x-frame-index": str(served.index),
             "x-timestamp": "" if served.timestamp is None else f"{served.timestamp:.6f}",
@@ -181,15 +280,18 @@ def create_app(
         return JSONResponse(live.view() if live is not None else {"state": "none"})
 
     routes = [
-        Route("/", page),
-        Route("/static/{name}", static),
-        Route("/api/meta", meta),
-        Route("/api/frame/{index:int}", frame),
-        Route("/api/timeline", timeline_route),
-        Route("/api/stats", stats),
-        Route("/api/live", live_route),
+        Route(path, _guarded(handler))
+        for path, handler in [
+            ("/", page),
+            ("/static/{name}", static),
+            ("/api/meta", meta),
+            ("/api/frame/{index}", frame),
+            ("/api/timeline", timeline_route),
+            ("/api/stats", stats),
+            ("/api/live", live_route),
+        ]
     ]
     middleware = [Middleware(_SecurityHeaders)]
     if allowed_hosts is not None:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+        middleware.append(Middleware(_HostCheck, allowed=list(allowed_hosts)))
     return Starlette(routes=routes, middleware=middleware)

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import cv2
 import numpy as np
 
+from ..errors import FrameError
 from ..store import FrameStore
 
 ImageFormat = Literal["jpeg", "png"]
@@ -69,11 +70,24 @@ class ServedFrame:
         )
 
 
+class EncodeError(FrameError):
+    """A frame that cannot be shown as an image (its shape, or the encoder refused it)."""
+
+
 def to_display(frame: np.ndarray) -> np.ndarray:
     """``frame`` as 8-bit BGR, BGRA or gray, ready for ``cv2.imencode``.
 
     RGB(A) becomes BGR(A); ``uint16`` is scaled by 1/257 and float frames (0..1) by 255.
+
+    Raises:
+        EncodeError: a frame that is not ``(H, W)`` or ``(H, W, C)`` with 1, 3 or 4 channels.
     """
+    channels = frame.shape[2] if frame.ndim == 3 else 1
+    if frame.ndim not in (2, 3) or channels not in (1, 3, 4) or 0 in frame.shape:
+        raise EncodeError(
+            f"the viewer shows frames of shape (H, W) or (H, W, C) with C in 1, 3, 4; "
+            f"got a {frame.shape} frame"
+        )
     if frame.dtype == np.uint16:
         frame = (frame // 257).astype(np.uint8)
     elif frame.dtype.kind == "f":
@@ -94,18 +108,25 @@ def encode(frame: np.ndarray, fmt: ImageFormat) -> bytes:
 
     Raises:
         ValueError: an unknown format.
+        EncodeError: a frame of a shape no image has, or one the encoder refuses (JPEG
+            stops at 65,500 pixels a side).
     """
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {list(FORMATS)}, got {fmt!r}")
     image = to_display(frame)
-    if fmt == "jpeg":
-        if image.ndim == 3 and image.shape[2] == 4:
-            image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
-        ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
-    else:
-        ok, buf = cv2.imencode(".png", image, [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION])
+    try:
+        if fmt == "jpeg":
+            if image.ndim == 3 and image.shape[2] == 4:
+                image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
+            ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+        else:
+            params = [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION]
+            ok, buf = cv2.imencode(".png", image, params)
+    except cv2.error:
+        ok = False
     if not ok:
-        raise ValueError(f"cannot encode a {frame.shape} {frame.dtype} frame as {fmt}")
+        hint = "; try png" if fmt == "jpeg" else ""
+        raise EncodeError(f"cannot encode a {frame.shape} {frame.dtype} frame as {fmt}{hint}")
     return buf.tobytes()
 
 
@@ -154,9 +175,15 @@ class FrameServer:
         """Frame ``index`` encoded as ``fmt``.
 
         Raises:
+            TypeError: ``index`` is not an int.
             IndexError: ``index`` is outside ``0..len(store) - 1``.
             ValueError: an unknown format.
+            EncodeError: the frame cannot be shown as an image.
+            StoreCorrupt: the frame's record is damaged.
         """
+        if isinstance(index, bool) or not isinstance(index, int | np.integer):
+            raise TypeError(f"a frame index is an int, got {type(index).__name__}")
+        index = int(index)
         if fmt not in FORMATS:
             raise ValueError(f"format must be one of {list(FORMATS)}, got {fmt!r}")
         n = len(self.store)

@@ -17,11 +17,11 @@ Example:
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import threading
 from typing import Any
 
+from ..metrics._hosts import LOOPBACK_NAMES, allowed_hosts, is_loopback
 from ._deps import missing
 
 try:
@@ -30,17 +30,20 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise missing(exc) from exc
 
 DEFAULT_HOST = "127.0.0.1"
-LOOPBACK_HOST_HEADERS = ("127.0.0.1", "localhost")
+LOOPBACK_HOST_HEADERS = LOOPBACK_NAMES
 
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address, or ``localhost``) is a loopback interface."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # another host name: it may resolve anywhere
+__all__ = [
+    "DEFAULT_HOST",
+    "LOOPBACK_HOST_HEADERS",
+    "BackgroundServer",
+    "allowed_hosts",
+    "bind",
+    "check_bind",
+    "is_loopback",
+    "resolve_host",
+    "serve_forever",
+    "url_of",
+]
 
 
 def check_bind(host: str, *, allow_remote: bool) -> None:
@@ -59,13 +62,6 @@ def check_bind(host: str, *, allow_remote: bool) -> None:
 def resolve_host(host: str | None) -> tuple[str, bool]:
     """The host to bind and whether it was given explicitly (``None``: loopback)."""
     return (DEFAULT_HOST, False) if host is None else (host, True)
-
-
-def allowed_hosts(host: str) -> list[str] | None:
-    """``Host`` headers to accept: loopback names on a loopback IPv4 bind, else any."""
-    if not is_loopback(host) or ":" in host:
-        return None
-    return sorted({*LOOPBACK_HOST_HEADERS, host})
 
 
 def bind(host: str | None, port: int) -> socket.socket:
