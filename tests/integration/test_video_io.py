@@ -151,7 +151,7 @@ def test_bad_inputs_raise_media_error(tmp_path, synthetic_mp4):
         (tmp_path / "missing.mp4", "no such video file"),
         (tmp_path, "is a folder"),
         (text, "cannot read"),
-        (truncated, "cannot read"),
+        (truncated, "truncated or damaged"),
     ]:
         with pytest.raises(MediaError, match=words) as caught:
             VideoSource(path)

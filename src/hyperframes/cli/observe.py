@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from .. import Pipeline, RunReport
 from ..engine.runner import Monitor
+from ..io._publish import publish
 from ..metrics.monitors import Monitors
 from ..metrics.prometheus import DEFAULT_HOST, PrometheusExporter
 from ..metrics.timeline import Timeline, require_plotting
@@ -94,7 +94,7 @@ def finish_observe(
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.partial")
         temporary.write_text(json.dumps(report.to_dict(), indent=2, default=str) + "\n")
-        os.replace(temporary, path)
+        publish(temporary, path)
         written["report"] = str(path)
     timeline = monitor.find(Timeline) if monitor is not None else None
     if timeline is not None and getattr(args, "plot_dir", None):

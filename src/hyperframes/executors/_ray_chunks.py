@@ -34,6 +34,7 @@ import numpy as np
 from ..engine.pipeline import Pipeline
 from ..engine.window import HaloStream
 from ..errors import MediaError
+from ..io._publish import publish
 from ..io.base import Sink
 from ..io.video import VideoSource
 from ..io.video_sink import VideoSink
@@ -151,7 +152,7 @@ def join(parts: list[Path], offsets: list[float], output: Path) -> None:
                         last_dts = packet.dts
                         packet.stream = stream
                         out.mux(packet)
-        os.replace(temp, output)
+        publish(temp, output)
     finally:
         temp.unlink(missing_ok=True)
 

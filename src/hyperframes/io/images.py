@@ -4,7 +4,9 @@
 order), a printf pattern (``frames/frame_%06d.png``) or a glob (``frames/*.jpg``),
 decoding each batch on a few threads straight into the pool slot.
 :class:`ImageSequenceSink` writes one file per frame on a small thread pool into
-a hidden temporary folder and moves the files into place when the run succeeded.
+a hidden temporary folder and moves the files into place when the run succeeded. The
+temporary folder is named after the process that writes it, so a later sink on the same
+folder removes the ones a killed run left behind.
 
 Frames are RGB(A) in memory; the BGR order OpenCV uses on disk is converted here.
 
@@ -20,7 +22,9 @@ import glob
 import os
 import re
 import shutil
+import socket
 import tempfile
+import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -31,6 +35,7 @@ import numpy as np
 
 from ..engine.frames import FrameSpec
 from ..errors import CorruptFrame, FrameError, MediaError
+from ._publish import fsync_path, publish_files
 from .base import Chunk, Sink, Source
 from .video import CHANNELS, OnCorrupt, PixFmt, check_frames, frame_format
 
@@ -44,6 +49,11 @@ _READ_FLAGS = {
 }
 _TO_RGBA = {1: cv2.COLOR_GRAY2RGBA, 3: cv2.COLOR_BGR2RGBA, 4: cv2.COLOR_BGRA2RGBA}
 _FROM_RGB = {3: cv2.COLOR_RGB2BGR, 4: cv2.COLOR_RGBA2BGRA}
+#: The prefix of a sink's temporary folder, ``.partial-<host>-<pid>-<random>``.
+PARTIAL_PREFIX = ".partial-"
+#: A temporary folder whose name carries no process id (left by an older version) is
+#: stale once untouched this long.
+_UNNAMED_STALE_S = 86400.0
 
 
 def _default_workers() -> int:
@@ -214,8 +224,11 @@ class ImageSequenceSink(Sink):
     """Writes one image file per frame, named by frame id, on a small thread pool.
 
     Files are written into a hidden temporary folder inside ``directory`` and moved into
-    place by :meth:`close` when the run succeeded; after a failure the temporary folder
-    is removed (and ``directory`` too if this sink created it and it is empty).
+    place by :meth:`close` when the run succeeded, flushed to disk first; after a failure
+    the temporary folder is removed (and ``directory`` too if this sink created it and it
+    is empty). The temporary folder's name holds the host name and process id, and
+    :meth:`open` removes the temporary folders (``.partial-*``) of processes of this host
+    that are no longer running: those a killed run left behind.
 
     Args:
         directory: the output folder; created when missing.
@@ -290,7 +303,9 @@ class ImageSequenceSink(Sink):
         if not self.directory.exists():
             self.directory.mkdir(parents=True)
             self._created = True
-        self._temp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.directory))
+        remove_stale_partials(self.directory)
+        owner = f"{PARTIAL_PREFIX}{_host()}-{os.getpid()}-"
+        self._temp = Path(tempfile.mkdtemp(prefix=owner, dir=self.directory))
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="imwrite")
         self._spec = spec
 
@@ -331,9 +346,11 @@ class ImageSequenceSink(Sink):
                 pool.shutdown(wait=True)
             if ok and temp is not None:
                 for future in pending:
-                    future.result()
-                for name in self._names:
-                    os.replace(temp / name, self.directory / name)
+                    future.result()  # each file was flushed by the thread that wrote it
+                moves = [(temp / name, self.directory / name) for name in self._names]
+                publish_files(moves, synced=True)
+                if self._created:
+                    fsync_path(self.directory.parent)
                 return str(self.directory)
             return None
         finally:
@@ -347,6 +364,64 @@ class ImageSequenceSink(Sink):
     def _write_one(self, path: Path, image: np.ndarray) -> None:
         if not cv2.imwrite(str(path), image, self.params):
             raise MediaError(f"OpenCV could not write {str(path)!r}; check the disk and params")
+        fsync_path(path)
 
     def __repr__(self) -> str:
         return f"ImageSequenceSink({str(self.directory)!r}, pattern={self.pattern!r})"
+
+
+def remove_stale_partials(directory: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary folders (``.partial-*``) that killed sinks left in ``directory``.
+
+    A folder is stale when the process named in it (``.partial-<host>-<pid>-<random>``)
+    ran on this host and is no longer running. Folders of other hosts (a shared disk)
+    and of running processes are kept; a folder whose name holds no process id is
+    removed once untouched for a day.
+
+    Returns:
+        The folders removed.
+    """
+    removed = []
+    for folder in Path(directory).glob(f"{PARTIAL_PREFIX}*"):
+        owner = _owner(folder.name)
+        try:
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            if owner is None:
+                if time.time() - folder.stat().st_mtime < _UNNAMED_STALE_S:
+                    continue
+            elif owner[0] != _host() or _running(owner[1]):
+                continue
+            shutil.rmtree(folder)
+        except OSError:
+            continue  # another sink removed it first, or it is not ours to remove
+        removed.append(folder)
+    return removed
+
+
+def _host() -> str:
+    """This host's name as it goes into a file name."""
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "localhost"
+
+
+def _owner(name: str) -> tuple[str, int] | None:
+    """The host and process id in a temporary folder's name, or ``None`` if it has none."""
+    parts = name[len(PARTIAL_PREFIX) :].rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    return parts[0], int(parts[1])
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` of this host is running (or cannot be told)."""
+    if pid == os.getpid():
+        return True
+    if os.name == "nt":  # pragma: no cover - os.kill would end the process there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process
+        return True
+    return True

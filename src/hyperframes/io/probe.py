@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import struct
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,11 @@ from ..errors import MediaError
 #: Packets whose timestamps are inspected to decide whether a stream looks VFR.
 VFR_SCAN_PACKETS = 240
 _REORDER_DEPTH = 16
+#: Top-level box types an ISO base media file (MP4, MOV, M4A) can start with.
+_ISO_FIRST_BOXES = frozenset(
+    {b"ftyp", b"styp", b"moov", b"mdat", b"free", b"skip", b"wide", b"pdin", b"uuid"}
+)
+_AV_STREAM_TYPES = frozenset({"audio", "subtitle"})
 
 
 def open_video(
@@ -36,7 +42,8 @@ def open_video(
     """Open ``path`` for reading and return the container and its first video stream.
 
     Raises:
-        MediaError: the file is missing, is not media, is truncated or has no video stream.
+        MediaError: the file is missing, is not media, is truncated or damaged, or has no
+            video stream (an audio-only file).
     """
     where = Path(path)
     if not where.exists():
@@ -48,21 +55,82 @@ def open_video(
     try:
         container = av.open(str(where), mode="r")
     except av.FFmpegError as exc:
+        why = iso_damage(where)
+        if why is not None:
+            raise MediaError(damaged_message(where, why)) from exc
         raise MediaError(
-            f"cannot read {str(where)!r} as a video ({exc.strerror or exc}); "
-            "the file may be truncated or not a video: check it with ffprobe"
+            f"cannot read {str(where)!r} as a video ({exc.strerror or exc}); the file is "
+            "truncated, damaged or not a video: check it with ffprobe, re-download or re-encode it"
         ) from exc
-    if not container.streams.video:
-        container.close()
-        raise MediaError(f"{str(where)!r} has no video stream; pass a video file")
-    stream = container.streams.video[0]
-    if not stream.codec_context.width or not stream.codec_context.height:
-        container.close()
-        raise MediaError(
-            f"{str(where)!r} has a video stream without a frame size; "
-            "it holds no decodable frames or is damaged"
-        )
-    return container, stream
+    streams = container.streams
+    stream = streams.video[0] if streams.video else None
+    ctx = None if stream is None else stream.codec_context
+    if stream is not None and ctx is not None and ctx.width and ctx.height:
+        return container, stream
+    kinds = {s.type for s in streams if s.codec_context is not None}
+    container.close()
+    why = iso_damage(where)
+    if why is None:
+        if stream is None and kinds & _AV_STREAM_TYPES:
+            found = " and ".join(sorted(kinds & _AV_STREAM_TYPES))
+            raise MediaError(
+                f"{str(where)!r} has no video stream (only {found}); pass a video file"
+            )
+        if stream is not None and ctx is not None:
+            raise MediaError(
+                f"{str(where)!r} has a video stream without a frame size; "
+                "it holds no decodable frames or is damaged"
+            )
+        why = "FFmpeg finds no video stream it can decode in it"
+    raise MediaError(damaged_message(where, why))
+
+
+def iso_damage(path: str | os.PathLike[str]) -> str | None:
+    """Why an MP4/MOV file is truncated or damaged, from its top-level boxes.
+
+    Reads only the box headers. The file is damaged when a box runs past the end of the
+    file (a copy or download cut short) or when no ``moov`` box (the index of the
+    frames, written last by most recorders) is there.
+
+    Returns:
+        The reason in a few words, or ``None`` when the boxes look whole or the file is
+        not an ISO base media file.
+    """
+    where = Path(path)
+    size = where.stat().st_size
+    offset, kinds = 0, set()
+    with where.open("rb") as f:
+        while offset + 8 <= size:
+            f.seek(offset)
+            header = f.read(16)
+            box_size, kind = struct.unpack(">I4s", header[:8])
+            if offset == 0 and kind not in _ISO_FIRST_BOXES:
+                return None
+            name = kind.decode("latin-1")
+            if box_size == 1:  # a 64-bit size follows the type
+                if len(header) < 16:
+                    return f"its {name!r} box header is cut off by the end of the file"
+                box_size = struct.unpack(">Q", header[8:])[0]
+            elif box_size == 0:
+                box_size = size - offset
+            if box_size < 8:
+                return f"its {name!r} box at byte {offset} declares an impossible size"
+            if offset + box_size > size:
+                missing = offset + box_size - size
+                return f"its {name!r} box runs {missing} bytes past the end of the file"
+            kinds.add(kind)
+            offset += box_size
+    if not kinds or kinds & {b"moov", b"moof"}:
+        return None
+    return "it has no 'moov' box, the index of its frames that recorders write last"
+
+
+def damaged_message(where: Path, why: str) -> str:
+    """The one-line error for a file that :func:`iso_damage` or FFmpeg found damaged."""
+    return (
+        f"{str(where)!r} is truncated or damaged: {why}; copy or download it again "
+        "(ffprobe shows what FFmpeg can still read)"
+    )
 
 
 def stream_facts(

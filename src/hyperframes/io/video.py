@@ -17,14 +17,18 @@ Note:
     (OpenCV: nearest, swscale: bilinear): up to 5 levels at sharp colour edges, under
     1 on average. Other inputs (BT.709-tagged, full-range ``yuvj420p``, 4:2:2, 4:4:4,
     odd sizes) and ``pix_fmt="gray"`` go through swscale.
+
+    A stream whose frame size changes part-way (a concatenated MPEG-TS, a live recording)
+    is an error unless ``size=(W, H)`` asks for every frame at one size; then each frame is
+    converted at its own size and resized with OpenCV ``INTER_AREA``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import av
 import av.container
@@ -35,7 +39,8 @@ import numpy as np
 from ..engine.frames import FrameSpec
 from ..errors import CorruptFrame, FrameError, MediaError
 from .base import Chunk, Source
-from .probe import open_video, stream_facts, vfr_suspected
+from .probe import damaged_message, iso_damage, open_video, stream_facts, vfr_suspected
+from .yuv import resize_i420_into
 
 PixFmt = Literal["rgb24", "gray", "rgba", "yuv420p"]
 OnCorrupt = Literal["fail", "skip"]
@@ -49,8 +54,11 @@ SEEK_MIN_FRAMES = 64
 
 
 def i420_spec(width: int, height: int) -> FrameSpec:
-    """The spec of yuv420p frames as PyAV lays them out: the Y plane (``height`` rows), then
-    the U and V planes (``height / 4`` rows each), all ``width`` wide, in one uint8 array.
+    """The spec of yuv420p frames as PyAV and OpenCV (``I420``) lay them out: one uint8
+    ``(height * 3 / 2, width)`` array holding the Y plane (``height x width`` bytes), then
+    the U and the V plane (``height/2 x width/2`` bytes each) packed one after the other.
+    When ``height / 2`` is odd the chroma planes do not fill whole rows of ``width``;
+    :func:`~hyperframes.io.yuv.planes` splits a frame into its planes.
 
     Raises:
         ValueError: an odd width or height, which yuv420p cannot hold.
@@ -88,6 +96,58 @@ def check_frames(frames: np.ndarray, spec: FrameSpec, where: str) -> None:
         )
 
 
+def cv_into(
+    dst: np.ndarray,
+    shape: tuple[int, ...],
+    fn: Callable[..., np.ndarray],
+    src: np.ndarray,
+    *args: Any,
+    **kwargs: Any,
+) -> None:
+    """Call the OpenCV function ``fn(src, *args, dst=dst, **kwargs)`` whose result has
+    ``shape``, and make sure the result is in ``dst``.
+
+    OpenCV silently allocates a new array when ``dst`` has another shape than the result,
+    which would leave ``dst`` unwritten; this checks the shape first, and copies a result
+    OpenCV did not write in place (it refuses a strided ``dst``).
+
+    Raises:
+        FrameError: ``dst`` does not have the result's ``shape``.
+    """
+    if dst.shape != shape:
+        raise FrameError(
+            f"cannot write a {'x'.join(map(str, shape))} result into a slot of "
+            f"{'x'.join(map(str, dst.shape))}; every frame must have the slot's shape"
+        )
+    # OpenCV refuses a strided dst outright: let it allocate, then copy.
+    contiguous = dst.flags.c_contiguous
+    result = fn(src, *args, dst=dst, **kwargs) if contiguous else fn(src, *args, **kwargs)
+    if result is not dst:
+        if result.shape != shape:
+            raise FrameError(f"OpenCV gave a {result.shape} result where {shape} was expected")
+        dst[...] = result
+
+
+def _assign(dst: np.ndarray, array: np.ndarray) -> None:
+    """Copy a decoded ``array`` into ``dst``, refusing one of another frame size."""
+    if array.shape[:2] != dst.shape[:2] or array.size != dst.size:
+        raise FrameError(
+            f"cannot write a decoded {'x'.join(map(str, array.shape))} array into a slot of "
+            f"{'x'.join(map(str, dst.shape))}; every frame must have the slot's shape"
+        )
+    dst[...] = array.reshape(dst.shape)
+
+
+def _check_size(size: tuple[int, int]) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in size)
+    except (TypeError, ValueError):
+        raise ValueError(f"size must be (width, height), e.g. (1280, 720), got {size!r}") from None
+    if width < 1 or height < 1:
+        raise ValueError(f"size must be positive, got {size!r}; e.g. (1280, 720)")
+    return width, height
+
+
 def _check_choice(name: str, value: str, allowed: tuple[str, ...] | frozenset[str]) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
@@ -114,12 +174,16 @@ class VideoSource(Source):
             ``index``) and lists it in :attr:`skipped`.
         threads: ``True`` lets FFmpeg decode with frame and slice threads, ``False``
             decodes on one thread, an ``int`` sets the thread count.
+        size: ``(width, height)`` to resize every frame to (OpenCV ``INTER_AREA``); by
+            default frames keep the stream's size, and a frame of another size (the size
+            changed part-way through the stream) raises :class:`MediaError`.
 
     Attributes:
         skipped: indices of the frames left out with ``on_corrupt="skip"``.
 
     Raises:
-        MediaError: the file is missing, not a video, truncated or empty.
+        MediaError: the file is missing, not a video, truncated or empty; when reading, a
+            frame whose size differs from the stream's and no ``size`` was given.
 
     Note:
         ``start`` beyond :data:`SEEK_MIN_FRAMES` on a constant-rate stream seeks to the
@@ -137,6 +201,7 @@ class VideoSource(Source):
         stop: int | None = None,
         on_corrupt: OnCorrupt = "fail",
         threads: bool | int = True,
+        size: tuple[int, int] | None = None,
     ) -> None:
         _check_choice("pix_fmt", pix_fmt, (*CHANNELS, "yuv420p"))
         _check_choice("on_corrupt", on_corrupt, ("fail", "skip"))
@@ -147,6 +212,7 @@ class VideoSource(Source):
         self.start, self.stop = int(start), stop
         self.on_corrupt: OnCorrupt = on_corrupt
         self.threads = threads
+        self.size = None if size is None else _check_size(size)
         self.skipped: list[int] = []
         container, stream = open_video(self.path)
         try:
@@ -157,10 +223,10 @@ class VideoSource(Source):
         finally:
             container.close()
         self._facts = facts
-        if pix_fmt == "yuv420p":
-            self.spec = i420_spec(facts["width"], facts["height"])
-        else:
-            self.spec = FrameSpec((facts["height"], facts["width"], CHANNELS[pix_fmt]))
+        self._stream_size: tuple[int, int] = (facts["width"], facts["height"])
+        self._out_size = self.size or self._stream_size
+        self.spec = self._layout(*self._out_size)
+        self._scratch: np.ndarray | None = None
         total = facts["frames"]
         if total is not None and not facts["frames_estimated"] and self.start >= max(total, 1):
             raise ValueError(
@@ -205,7 +271,7 @@ class VideoSource(Source):
         count = 0
         while count < len(out) and (item := next(self._frames, None)) is not None:
             number, frame = item
-            self._convert(frame, out[count])
+            self._convert(frame, number, out[count])
             index[count] = number
             pts[count] = self._seconds(frame, number)
             count += 1
@@ -234,6 +300,9 @@ class VideoSource(Source):
             yield from self._window(self._decoded(container, stream, 0))
         self._check_truncated(stream)
         if self._seen == 0 and not self.skipped and self.start == 0 and self.stop != 0:
+            why = iso_damage(self.path)
+            if why is not None:
+                raise MediaError(damaged_message(self.path, why))
             raise MediaError(
                 f"{str(self.path)!r} has no decodable video frames; check it with ffprobe"
             )
@@ -323,11 +392,53 @@ class VideoSource(Source):
             frame=number,
         )
 
-    def _convert(self, frame: av.VideoFrame, dst: np.ndarray) -> None:
-        """Write ``frame`` into ``dst`` in :attr:`pix_fmt`."""
+    def _layout(self, width: int, height: int) -> FrameSpec:
+        """The spec of one ``width x height`` frame in :attr:`pix_fmt`."""
+        if self.pix_fmt == "yuv420p":
+            return i420_spec(width, height)
+        return FrameSpec((height, width, CHANNELS[self.pix_fmt]))
+
+    def _convert(self, frame: av.VideoFrame, number: int, dst: np.ndarray) -> None:
+        """Write frame ``number`` into ``dst`` in :attr:`pix_fmt`, at :attr:`spec`'s size."""
+        got = (frame.width, frame.height)
+        if got != self._stream_size and self.size is None:
+            (width, height), before = self._stream_size, "the stream declares"
+            if self._seen > 1:
+                before = "the frames before it are"
+            raise MediaError(
+                f"frame {number} of {str(self.path)!r} is {got[0]}x{got[1]} but {before} "
+                f"{width}x{height}; pass size=({width}, {height}) (--size {width}x{height} "
+                "on the command line) to resize every frame to one size"
+            )
+        if got == self._out_size:
+            self._decode_into(frame, dst)
+            return
+        width, height = self._out_size
+        if self.pix_fmt == "yuv420p" and (got[0] % 2 or got[1] % 2):
+            # yuv420p cannot hold the odd-sized frame: let swscale resize it.
+            small = frame.reformat(
+                width=width, height=height, format="yuv420p", interpolation="AREA"
+            )
+            _assign(dst, small.to_ndarray())
+            return
+        shape = self._layout(*got).shape
+        if self._scratch is None or self._scratch.shape != shape:
+            self._scratch = np.empty(shape, np.uint8)
+        self._decode_into(frame, self._scratch)
+        if self.pix_fmt == "yuv420p":
+            resize_i420_into(self._scratch, dst)
+            return
+        src, out = self._scratch, dst
+        if self.pix_fmt == "gray":  # OpenCV drops a last axis of 1: resize the 2-D views
+            src, out = src[..., 0], dst[..., 0]
+        shape = (height, width, *src.shape[2:])
+        cv_into(out, shape, cv2.resize, src, (width, height), interpolation=cv2.INTER_AREA)
+
+    def _decode_into(self, frame: av.VideoFrame, dst: np.ndarray) -> None:
+        """Write ``frame`` into ``dst``, which has the frame's own size, in :attr:`pix_fmt`."""
         if self.pix_fmt == "yuv420p":  # planes as decoded: no colour conversion at all
-            planes = frame.to_ndarray() if frame.format.name == "yuv420p" else None
-            dst[...] = planes if planes is not None else frame.to_ndarray(format="yuv420p")
+            yuv = frame.format.name == "yuv420p"
+            _assign(dst, frame.to_ndarray() if yuv else frame.to_ndarray(format="yuv420p"))
             return
         code = _I420_TO.get(self.pix_fmt)
         if (
@@ -336,11 +447,11 @@ class VideoSource(Source):
             and frame.colorspace in _BT601
             and frame.width % 2 == 0
             and frame.height % 2 == 0
-            and dst.flags.c_contiguous
         ):
-            cv2.cvtColor(frame.to_ndarray(), code, dst=dst)
+            shape = (frame.height, frame.width, CHANNELS[self.pix_fmt])
+            cv_into(dst, shape, cv2.cvtColor, frame.to_ndarray(), code)
         else:
-            dst[...] = frame.to_ndarray(format=self.pix_fmt).reshape(dst.shape)
+            _assign(dst, frame.to_ndarray(format=self.pix_fmt))
 
     def _seconds(self, frame: av.VideoFrame, number: int) -> float:
         if frame.time is not None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..engine.frames import FrameSpec
 from ..errors import FrameError, MediaError
+from ._publish import publish
 from .base import Sink
 from .video import CHANNELS, check_frames, frame_format, i420_spec
 
@@ -36,8 +37,8 @@ class VideoSink(Sink):
     """Encodes frames into a video file with PyAV, committed atomically.
 
     Frames go to a hidden temporary file in the output's folder (``.name.partial.ext``,
-    keeping the extension so FFmpeg picks the same muxer) that :meth:`close` renames over
-    the output when the run succeeded and removes when it failed.
+    keeping the extension so FFmpeg picks the same muxer) that :meth:`close` flushes to
+    disk and renames over the output when the run succeeded, and removes when it failed.
 
     Args:
         path: the output file; its extension chooses the container (``.mp4``, ``.mkv``...).
@@ -189,7 +190,7 @@ class VideoSink(Sink):
                 container.mux(stream.encode(None))
                 container.close()
                 container = None
-                os.replace(self.temp, self.path)
+                publish(self.temp, self.path)
                 return str(self.path)
             if ok:
                 raise MediaError(

@@ -3,6 +3,11 @@
 Decoders produce yuv420p and most encoders take it, so a job that only resizes can skip
 both colour conversions, which cost more than decoding itself on 720p H.264.
 
+A frame is one ``(H * 3 / 2, W)`` uint8 array holding, byte after byte, the Y plane
+(``H x W``), then the U and the V plane (``H/2 x W/2`` each), as PyAV's ``to_ndarray``
+and OpenCV's ``I420`` give it. When ``H/2`` is odd (e.g. 480x270) a chroma plane does not
+fill whole rows of width ``W``, so the planes are cut from the flat buffer, not by rows.
+
 Example:
     >>> frames = np.zeros((4, 720 * 3 // 2, 1280), np.uint8)
     >>> resize_i420(frames, 640, 360).shape
@@ -16,14 +21,40 @@ import numpy as np
 
 
 def planes(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The Y, U and V planes of one yuv420p frame, as views."""
+    """The Y, U and V planes of one yuv420p frame, as views that write through to it.
+
+    Raises:
+        ValueError: ``frame`` is not a C-contiguous ``(H * 3 / 2, W)`` array with an even
+            ``H`` and ``W`` (then the planes could not be views of it).
+    """
+    if frame.ndim != 2 or frame.shape[0] % 3 or frame.shape[1] % 2:
+        raise ValueError(
+            f"a yuv420p frame is an (H * 3 / 2, W) array with an even H and W, got shape "
+            f"{frame.shape}; build it with i420_spec(W, H)"
+        )
+    if not frame.flags.c_contiguous:
+        raise ValueError("a yuv420p frame must be C-contiguous to split into planes; copy it")
     rows, width = frame.shape
     height = rows * 2 // 3
-    quarter = height // 4
-    y = frame[:height]
-    u = frame[height : height + quarter].reshape(height // 2, width // 2)
-    v = frame[height + quarter :].reshape(height // 2, width // 2)
+    luma, chroma = height * width, (height // 2) * (width // 2)
+    flat = frame.reshape(-1)
+    y = flat[:luma].reshape(height, width)
+    u = flat[luma : luma + chroma].reshape(height // 2, width // 2)
+    v = flat[luma + chroma :].reshape(height // 2, width // 2)
     return y, u, v
+
+
+def resize_i420_into(src: np.ndarray, dst: np.ndarray) -> None:
+    """Resize one yuv420p frame into another of the target size, plane by plane
+    (OpenCV INTER_AREA).
+
+    Raises:
+        ValueError: either frame is not a contiguous yuv420p frame (see :func:`planes`).
+    """
+    for a, b in zip(planes(src), planes(dst), strict=True):
+        result = cv2.resize(a, (b.shape[1], b.shape[0]), dst=b, interpolation=cv2.INTER_AREA)
+        if result is not b:  # OpenCV allocated instead of writing the plane
+            b[...] = result
 
 
 def resize_i420(frames: np.ndarray, width: int, height: int) -> np.ndarray:
@@ -36,6 +67,5 @@ def resize_i420(frames: np.ndarray, width: int, height: int) -> np.ndarray:
         raise ValueError(f"yuv420p needs an even size, got {width}x{height}")
     out = np.empty((len(frames), height * 3 // 2, width), np.uint8)
     for src, dst in zip(frames, out, strict=True):
-        for a, b in zip(planes(src), planes(dst), strict=True):
-            cv2.resize(a, (b.shape[1], b.shape[0]), dst=b, interpolation=cv2.INTER_AREA)
+        resize_i420_into(src, dst)
     return out
