@@ -450,7 +450,7 @@ CASES: tuple[Case, ...] = (
         "frames",
         "a stage returns 30000x30000 frames",
         _stage_pool_too_big,
-        says="more than half of this machine",
+        says="memory budget",
     ),
     # store ------------------------------------------------------------------------------
     Case(

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from hyperframes import FrameError, FrameSpec, Pipeline, PoolExhausted, StageError
 from hyperframes.engine.frames import check_pool_memory
-from hyperframes.engine.runner import Runner, default_slots
-from hyperframes.engine.stage import Stage
+from hyperframes.engine.runner import Runner
+from hyperframes.engine.sizing import plan_run
 from hyperframes.io.callbacks import CollectSink
 
 pytestmark = pytest.mark.usefixtures("no_thread_leak")
@@ -228,8 +228,7 @@ def test_keyboard_interrupt_stops_cleanly():
 
 
 def test_default_slots_and_memory_guard():
-    stages = [Stage("a", lambda b: None, workers=2), Stage("b", lambda b: None, workers=3)]
-    assert default_slots(stages) == 8
+    assert plan_run(FrameSpec((8, 8, 3)), workers=5, budget=1 << 30).slots == 8
     check_pool_memory(2**20, what="small")
     pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     with pytest.raises(MemoryError, match="lower batch_size"):

@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import RunReport
 from ..engine.frames import check_batch_size
+from ..engine.sizing import parse_memory
 from ..metrics.progress import ProgressBar
 
 
@@ -24,10 +25,28 @@ def fail(exc: BaseException) -> int:
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """Options of every long-running command."""
     parser.add_argument("--workers", type=positive_int, default=2, help="workers per stage")
-    parser.add_argument(
-        "--batch-size", type=batch_size, default=None, help="frames per batch (a power of two)"
-    )
+    add_sizing_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object, no bar")
+
+
+def add_sizing_options(parser: argparse.ArgumentParser) -> None:
+    """``--batch-size`` and ``--memory``: how a run's pools are sized."""
+    parser.add_argument(
+        "--batch-size", type=batch_size, default=None,
+        help="frames per batch (a power of two; default: chosen from the frames' size)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory", type=memory_size, default=None, metavar="SIZE",
+        help="memory budget for the run's frame pools, e.g. 512MiB or 2GB (default: the "
+        "smaller of 1 GiB and a quarter of the memory available)",
+    )  # fmt: skip
+
+
+def memory_size(text: str) -> int:
+    try:
+        return parse_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("memory must", "--memory must")) from None
 
 
 def positive_int(text: str) -> int:

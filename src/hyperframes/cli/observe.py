@@ -123,7 +123,10 @@ def observed_run(
     parts = [m for m in (observe, live) if m is not None]
     bar = progress_for(args, label)
     try:
-        report = pipeline.run(progress=bar, monitor=Monitors(parts) if parts else None)
+        report = pipeline.run(
+            progress=bar, monitor=Monitors(parts) if parts else None,
+            memory=getattr(args, "memory", None),
+        )  # fmt: skip
     finally:
         bar.finish()
         if live is not None:

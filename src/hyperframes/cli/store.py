@@ -23,7 +23,7 @@ from ..io.video_sink import VideoSink
 from ..store import FrameStore, StoreSink, StoreWriter, is_store, store_info
 from ..store.source import StoreSource
 from ..store.writer import resume_point
-from .common import batch_size, positive_int, progress_for
+from .common import add_sizing_options, positive_int, progress_for
 from .observe import add_long_run_options, observed_run
 
 __all__ = ["is_store", "register", "store_info"]
@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     either.add_argument("--overwrite", action="store_true", help="replace an existing store")
     p.add_argument("--workers", type=positive_int, default=2, help="encoding threads")
-    p.add_argument("--batch-size", type=batch_size, default=None, help="frames per batch")
+    add_sizing_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object, no bar")
     add_long_run_options(p)
     p.set_defaults(run=run_pack)
@@ -61,6 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("output", metavar="OUT", help="a video file (.mkv, .mp4...) or a folder")
     p.add_argument("--codec", default=None, help="video codec; ffv1 (lossless) by default")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    add_sizing_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object, no bar")
     p.set_defaults(run=run_unpack)
 
@@ -101,7 +102,7 @@ def run_pack(args: argparse.Namespace) -> int:
         workers=args.workers, resume=args.resume, overwrite=args.overwrite,
     )  # fmt: skip
     pipeline = (
-        Pipeline.from_source(source, batch_size=args.batch_size or 16)
+        Pipeline.from_source(source, batch_size=args.batch_size)
         .group(threshold=options.threshold, min_len=options.min_len, max_len=options.max_len)
         .to(sink)
     )
@@ -139,7 +140,11 @@ def run_unpack(args: argparse.Namespace) -> int:
             sink = ImageSequenceSink(out, overwrite=args.overwrite)
         bar = progress_for(args, "unpack")
         try:
-            report = Pipeline.from_source(source, batch_size=16).to(sink).run(progress=bar)
+            report = (
+                Pipeline.from_source(source, batch_size=args.batch_size)
+                .to(sink)
+                .run(progress=bar, memory=args.memory)
+            )
         finally:
             bar.finish()
     finally:

@@ -145,7 +145,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     else:
         source = probe_source  # already open for the same frames: no second probe
     sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None)
-    pipeline = Pipeline.from_source(source, batch_size=args.batch_size or 16)
+    pipeline = Pipeline.from_source(source, batch_size=args.batch_size)
     if args.size:
         width, height = args.size
         resize = partial(resize_i420, width=width, height=height) if planar else (
@@ -197,7 +197,7 @@ def run_render(args: argparse.Namespace) -> int:
         count=args.frames,
         spec=FrameSpec((height, width, 3)),
         workers=args.workers,
-        batch_size=args.batch_size or 16,
+        batch_size=args.batch_size,
     )
     report, written = observed_run(args, pipeline.to(sink), "render")
     emit_report(args, report, **written)

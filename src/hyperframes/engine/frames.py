@@ -184,19 +184,42 @@ class Batch:
         )
 
 
-def committed_memory(nbytes: int) -> Any:
-    """Anonymous memory with every page already mapped.
+MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
+"""Linux 5.14+: map (and zero) a range's pages now, in one call (23 where Python lacks it)."""
 
-    A fresh ``np.empty`` block is mapped lazily: the first write to each 4 KiB page faults,
-    which made the first pass through a 720p pool about 8 x slower than later ones
-    (4.8 vs 0.6 ms per frame copy). ``MAP_POPULATE`` maps it all at once, up front
-    (about 0.8 ms per MiB), so stages run at full speed from the first batch and the
-    pool's memory shows in RSS from the start.
+
+def committed_memory(nbytes: int) -> Any:
+    """Anonymous memory for a pool; its pages are mapped slot by slot, on first use.
+
+    A fresh block is mapped lazily: the first write to each 4 KiB page faults, which
+    made the first pass through a 720p pool about 8 x slower than later ones (4.8 vs
+    0.6 ms per frame copy). Mapping the whole block up front (``MAP_POPULATE``, about
+    0.8 ms per MiB) made every run pay for slots it never used, so :class:`FramePool`
+    maps each slot when it is first acquired instead (:func:`populate`).
     """
-    populate = getattr(mmap, "MAP_POPULATE", 0)
-    if not populate or nbytes == 0:
-        return bytearray(nbytes)
-    return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+    if nbytes == 0:
+        return bytearray(0)
+    return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+
+
+def populate(buffer: Any, block: np.ndarray, start: int, stop: int) -> None:
+    """Map the pages of bytes ``start..stop`` of ``block`` (laid over ``buffer``) now.
+
+    One ``madvise(MADV_POPULATE_WRITE)`` where the buffer is an mmap and the kernel has
+    it; else one write per page, which faults the same pages from Python.
+    """
+    if stop <= start:
+        return
+    page = mmap.PAGESIZE
+    if isinstance(buffer, mmap.mmap):
+        low, high = start - start % page, min(len(buffer), -(-stop // page) * page)
+        try:
+            buffer.madvise(MADV_POPULATE_WRITE, low, high - low)
+            return
+        except (OSError, ValueError):
+            pass  # an older kernel: touch the pages instead
+    flat = block.reshape(-1).view(np.uint8)
+    flat[start:stop:page] = 0
 
 
 class FramePool:
@@ -234,6 +257,8 @@ class FramePool:
         if buffer is None:
             buffer = committed_memory(int(np.prod(shape)) * spec.dtype.itemsize)
         self.block: np.ndarray = np.ndarray(shape, dtype=spec.dtype, buffer=buffer)
+        self._buffer = buffer
+        self._mapped = [False] * self.slots
         self._cond = threading.Condition()
         self._free = list(range(self.slots - 1, -1, -1))
         self._holders: dict[int, str] = {}
@@ -291,7 +316,11 @@ class FramePool:
             self._holders[slot] = holder
             self.acquired += 1
             self.high_water = max(self.high_water, len(self._holders))
-            return slot
+            first_use, self._mapped[slot] = not self._mapped[slot], True
+        if first_use:  # outside the lock: the slot is this caller's alone
+            size = self.slot_nbytes
+            populate(self._buffer, self.block, slot * size, (slot + 1) * size)
+        return slot
 
     def hand_over(self, slot: int, holder: str) -> None:
         """Record that ``holder`` now holds ``slot`` (for reports on who holds what)."""

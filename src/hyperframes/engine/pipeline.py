@@ -13,6 +13,7 @@ Builder methods return a new pipeline, so a partly built one can be reused.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from ..hyper.distance import DistanceKind
     from ..hyper.grouping import Rule
 
-DEFAULT_BATCH_SIZE = 64
 DEFAULT_SLOT_TIMEOUT = 300.0
 
 
@@ -46,23 +46,25 @@ class Pipeline:
 
     Frames are cut into batches of ``batch_size`` (a power of two) at the source; each
     stage runs on whole batches with its own worker threads; the sink gets frames in
-    input order.
+    input order. ``batch_size=None`` (the default) chooses it when the run starts, from
+    the frames' bytes and the run's memory budget (see ``hyperframes.engine.sizing``).
     """
 
     source: Source
-    batch_size: int = DEFAULT_BATCH_SIZE
+    batch_size: int | None = None
     stages: tuple[Stage, ...] = ()
     sink: Sink = field(default_factory=NullSink)
 
     def __post_init__(self) -> None:
-        check_batch_size(self.batch_size)
+        if self.batch_size is not None:
+            check_batch_size(self.batch_size)
         if not isinstance(self.source, Source):
             raise TypeError(f"source must be a hyperframes Source, got {type(self.source)}")
 
     # -- sources -------------------------------------------------------------------------
 
     @classmethod
-    def from_source(cls, source: Source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> Pipeline:
+    def from_source(cls, source: Source, *, batch_size: int | None = None) -> Pipeline:
         """Frames from any :class:`~hyperframes.io.base.Source` (a video, images, a store)."""
         return cls(source, batch_size)
 
@@ -71,7 +73,7 @@ class Pipeline:
         cls,
         frames: np.ndarray | Iterable[np.ndarray],
         *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int | None = None,
         spec: FrameSpec | None = None,
     ) -> Pipeline:
         """Frames from an ``(N, *shape)`` array or from any iterable of frame arrays.
@@ -79,7 +81,7 @@ class Pipeline:
         Args:
             frames: the frames. An iterable is read lazily, so a generator of a million
                 frames never sits in memory at once.
-            batch_size: frames per batch, a power of two.
+            batch_size: frames per batch, a power of two; ``None`` sizes it by bytes.
             spec: the frame spec, if it should not be taken from the first frame.
         """
         if isinstance(frames, np.ndarray):
@@ -96,7 +98,7 @@ class Pipeline:
         count: int,
         spec: FrameSpec,
         workers: int = 1,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int | None = None,
     ) -> Pipeline:
         """Frames rendered by ``fn(i)`` for ``i`` in ``0..count-1``, ``workers`` at a time.
 
@@ -173,11 +175,10 @@ class Pipeline:
         call: Call = on_frames
         if window is not None:
             before, after = check_window(window)
-            batch_size = self.batch_size
             stages.append(
                 Stage(
                     f"{label}:halo",
-                    make_stream=lambda: HaloStream(before, after, batch_size=batch_size),
+                    make_stream=lambda size: HaloStream(before, after, batch_size=size),
                 )
             )
             call = WindowCall(before, after)
@@ -234,10 +235,9 @@ class Pipeline:
             rule=rule,
             distance=distance,
         )
-        batch_size = self.batch_size
         stage = Stage(
             self._unique("group"),
-            make_stream=lambda: GroupTagger(options, batch_size=batch_size),
+            make_stream=lambda size: GroupTagger(options, batch_size=size),
         )
         return dataclasses.replace(self, stages=(*self.stages, stage))
 
@@ -267,6 +267,7 @@ class Pipeline:
     def run(
         self,
         *,
+        memory: int | str | None = None,
         slots: int | None = None,
         slot_timeout: float | None = DEFAULT_SLOT_TIMEOUT,
         progress: ProgressFn | None = None,
@@ -279,9 +280,14 @@ class Pipeline:
         """Run the pipeline to the end and return its report.
 
         Args:
+            memory: the budget for the bytes of every pool of the run together, as bytes or
+                a size like ``"512MiB"``. By default the smaller of 1 GiB and a quarter of
+                the memory available (a container's limit included). The batch size (when
+                not set) and the slots follow from it; a budget that cannot hold one frame
+                per slot raises ``MemoryError`` before anything starts.
             slots: batches in flight at once (slots of each pool). By default one per
-                worker plus three. Memory is about ``slots * batch_size * frame bytes`` per
-                pool, allocated once.
+                worker plus three, plus what ordered stages hold, and no more than the
+                input's batches. A slot's pages are mapped when it is first used.
             slot_timeout: seconds the source waits for a free slot before raising
                 ``PoolExhausted`` (which says who holds the slots); ``None`` waits forever.
             progress: called in the caller's thread after each batch reaches the sink.
@@ -308,18 +314,21 @@ class Pipeline:
 
             exporter = PrometheusExporter(port=metrics_port, host=metrics_host)
             monitor = Monitors([exporter] if monitor is None else [exporter, monitor])
+        started = time.perf_counter()
         with exclusive(self.source, self.stages, self.sink):
             runner = Runner(
                 self.source,
                 self.stages,
                 self.sink,
                 batch_size=self.batch_size,
+                memory=memory,
                 slots=slots,
                 slot_timeout=slot_timeout,
                 progress=progress,
                 allow_failures=allow_failures,
                 executor=get_executor(executor),
                 monitor=monitor,
+                started=started,
             )
             return runner.run()
 

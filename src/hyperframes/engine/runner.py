@@ -34,6 +34,7 @@ from .channel import END, Channel
 from .faults import DeadLetters
 from .frames import Batch, FramePool, check_pool_memory
 from .reorder import ReorderBuffer
+from .sizing import Plan, default_budget, parse_memory, plan_run
 from .stage import Stage
 
 STOP_GRACE_S = 10.0
@@ -70,17 +71,6 @@ class Monitor(Protocol):
     def start(self, snapshot: Callable[[], dict[str, Any]]) -> None: ...
 
     def stop(self, report: RunReport | None) -> None: ...
-
-
-def default_slots(stages: Sequence[Stage]) -> int:
-    """Batches in flight by default: one per worker, plus the source's, the sink's and one spare,
-    plus what ordered stages may hold back."""
-    return sum(s.workers for s in stages) + 3 + held_slots(stages)
-
-
-def held_slots(stages: Sequence[Stage]) -> int:
-    """Slots that ordered stages may keep at once."""
-    return sum(s.stream.holds for s in stages if s.stream is not None)
 
 
 _BUSY_LOCK = threading.Lock()
@@ -125,20 +115,27 @@ class Runner:
         stages: Sequence[Stage],
         sink: Sink,
         *,
-        batch_size: int,
+        batch_size: int | None,
         slots: int | None,
         slot_timeout: float | None,
         progress: ProgressFn | None,
         allow_failures: int = 0,
         executor: Executor | None = None,
         monitor: Monitor | None = None,
+        memory: int | str | None = None,
+        started: float | None = None,
     ) -> None:
+        self._called = time.perf_counter() if started is None else started
         self.source = source
         self.executor = executor or ThreadExecutor()
         self.stages = list(stages)
         self.sink = sink
         try:
-            self.pool = self._start_stages(source, batch_size, slots)
+            self.plan = self._plan(source, batch_size, slots, memory)
+            self.slots = self.plan.slots
+            self._budget_left = self.plan.budget - self.plan.pool_bytes
+            self._budget_lock = threading.Lock()
+            self.pool = self._start_stages(source)
         except BaseException:
             self.executor.close()  # stages may have started workers already
             raise
@@ -162,30 +159,63 @@ class Runner:
         self._reorder: ReorderBuffer[Batch] = ReorderBuffer()
         self._sink_open = False
 
-    def _start_stages(self, source: Source, batch_size: int, slots: int | None) -> FramePool:
-        """Start every stage under the executor, size the pools and allocate the first."""
+    def _plan(
+        self, source: Source, batch_size: int | None, slots: int | None, memory: int | str | None
+    ) -> Plan:
+        """The batch size, slots and budget of this run (see :func:`sizing.plan_run`)."""
+        workers = sum(s.workers for s in self.stages)
+        length = source.length if isinstance(source.length, int) else None
+
+        def held(size: int) -> int:
+            return sum(stage.held(size) for stage in self.stages)
+
+        if memory is not None:
+            budget = parse_memory(memory)
+        else:
+            budget = default_budget()
+            if batch_size is not None:  # an explicit batch size wins over the default budget
+                need = slots if slots is not None else workers + 3 + held(batch_size)
+                explicit = FramePool.bytes_needed(source.spec, batch_size, need)
+                check_pool_memory(
+                    explicit,
+                    what=f"a pool of {need} slots x {batch_size} frames of "
+                    f"{source.spec.describe()}",
+                )
+                budget = max(budget, explicit)
+        return plan_run(
+            source.spec, workers=workers, budget=budget, held=held, length=length,
+            batch_size=batch_size, slots=slots,
+        )  # fmt: skip
+
+    def _start_stages(self, source: Source) -> FramePool:
+        """Start every stage under the executor and allocate the source's pool."""
+        plan = self.plan
         for stage in self.stages:
-            stage.reset(self.executor)
-        self.slots = default_slots(self.stages) if slots is None else int(slots)
-        needed = held_slots(self.stages) + 1
-        if self.slots < needed:
-            raise ValueError(
-                f"slots must be at least {needed} here (ordered stages hold up to "
-                f"{needed - 1} batches), got {slots}; leave slots= unset for the default"
-            )
-        check_pool_memory(
-            FramePool.bytes_needed(source.spec, batch_size, self.slots),
-            what=f"a pool of {self.slots} slots x {batch_size} frames of {source.spec.describe()}",
-        )
+            stage.reset(self.executor, batch_size=plan.batch_size, allocate=self._allocate)
         return FramePool(
             source.spec,
-            batch_size=batch_size,
-            slots=self.slots,
+            batch_size=plan.batch_size,
+            slots=plan.slots,
             name="source",
-            buffer=self.executor.allocate(
-                FramePool.bytes_needed(source.spec, batch_size, self.slots)
-            ),
+            buffer=self.executor.allocate(plan.pool_bytes),
         )
+
+    def _allocate(self, nbytes: int, what: str) -> Any:
+        """A stage's output pool, counted against the run's memory budget.
+
+        Raises:
+            MemoryError: the pool does not fit what the budget has left.
+        """
+        with self._budget_lock:
+            if nbytes > self._budget_left:
+                raise MemoryError(
+                    f"{what} needs {nbytes / 2**20:.0f} MiB, but the run's memory budget of "
+                    f"{self.plan.budget / 2**20:.0f} MiB has {self._budget_left / 2**20:.0f} "
+                    "MiB left; pass a larger memory= or a smaller batch_size=, or declare the "
+                    "stage's spec= so the plan counts it"
+                )
+            self._budget_left -= nbytes
+        return self.executor.allocate(nbytes)
 
     # -- failure -------------------------------------------------------------------------
 
@@ -325,8 +355,8 @@ class Runner:
             if self.monitor is not None:
                 self.monitor.stop(None)
             raise self._error
-        wall = time.perf_counter() - start
-        report = self._report(delivered, wall, output)
+        wall = time.perf_counter() - self._called
+        report = self._report(delivered, wall, output, setup=start - self._called)
         if self.monitor is not None:
             self.monitor.stop(report)
         return report
@@ -392,7 +422,7 @@ class Runner:
         busiest = max(self.stats, key=lambda s: s.busy_s / max(s.workers, 1))
         return busiest.name
 
-    def _report(self, frames: int, wall: float, output: Any) -> RunReport:
+    def _report(self, frames: int, wall: float, output: Any, *, setup: float) -> RunReport:
         for st, ch in zip(self.stats[1:], self.channels, strict=True):
             st.queue_high_water = ch.high_water
         pools = self._pools()
@@ -408,6 +438,9 @@ class Runner:
             reorder_high_water=self._reorder.high_water,
             head_of_line_wait_s=round(self._hol_wait, 6),
             batch_size=self.pool.batch_size,
+            setup_s=round(setup, 6),
+            memory_budget=self.plan.budget,
+            sizing=self.plan.why,
             output=output,
             failures=tuple(self.dead.snapshot()),
             extra={s.name: figures for s in self.stages if (figures := s.summary()) is not None},

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import StageError
 from ..executors import Executor, ThreadExecutor
 from .faults import DeadLetters, FaultPolicy
-from .frames import Batch, FramePool, FrameSpec, check_pool_memory
+from .frames import Batch, FramePool, FrameSpec
 
 Call = Callable[[Callable[..., Any], Batch], Any]
 """How a stage hands a batch to its function: ``call(fn, batch)`` returns the batch's results
@@ -88,8 +88,8 @@ class Stage:
         into: store per-frame results in ``batch.meta[into]`` instead of replacing frames.
         ordered: see every batch in input order on one worker (stateful stages).
         faults: retries and fallback; ``None`` calls once and lets errors stop the run.
-        make_stream: makes the state of a stream stage, fresh for each run (then ``fn``
-            is not used and the stage is ordered).
+        make_stream: makes the state of a stream stage for a batch size, fresh for each
+            run (then ``fn`` is not used and the stage is ordered).
         make_strategy: makes the per-run state of a compute strategy such as reuse.
         split: calls of ``fn`` the strategy may make at once on parts of one batch.
     """
@@ -103,13 +103,13 @@ class Stage:
     into: str | None = None
     ordered: bool = False
     faults: FaultPolicy | None = None
-    make_stream: Callable[[], Stream] | None = None
+    make_stream: Callable[[int], Stream] | None = None
     make_strategy: Callable[[], Strategy] | None = None
     split: int = 1
     stream: Stream | None = field(default=None, init=False, repr=False)
     strategy: Strategy | None = field(default=None, init=False, repr=False)
     _run_fn: Callable[..., Any] | None = field(default=None, init=False, repr=False)
-    _allocate: Callable[[int], Any] | None = field(default=None, init=False, repr=False)
+    _allocate: Callable[[int, str], Any] | None = field(default=None, init=False, repr=False)
     _out_pool: FramePool | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -130,17 +130,32 @@ class Stage:
         elif self.queue < 1:
             raise ValueError(f"queue must be at least 1, got {self.queue}")
 
-    def reset(self, executor: Executor | None = None) -> None:
-        """Start a run under ``executor``: fresh state, no output pool yet."""
+    def held(self, batch_size: int) -> int:
+        """The batches this stage may hold back at once with batches of ``batch_size``."""
+        return 0 if self.make_stream is None else self.make_stream(batch_size).holds
+
+    def reset(
+        self,
+        executor: Executor | None = None,
+        *,
+        batch_size: int = 1,
+        allocate: Callable[[int, str], Any] | None = None,
+    ) -> None:
+        """Start a run under ``executor``: fresh state, no output pool yet.
+
+        ``allocate(nbytes, what)`` makes the block of this stage's output pool, if it
+        needs one (the run counts it against its memory budget); by default the
+        executor's ``allocate``.
+        """
         executor = executor or ThreadExecutor()
         self._out_pool = None
-        self._allocate = executor.allocate
+        self._allocate = allocate or (lambda nbytes, what: executor.allocate(nbytes))
         self._run_fn = None
         if self.fn is not None:
             self._run_fn = executor.remote(
                 self.fn, stage=self.name, workers=self.workers * self.split
             )
-        self.stream = None if self.make_stream is None else self.make_stream()
+        self.stream = None if self.make_stream is None else self.make_stream(batch_size)
         self.strategy = None if self.make_strategy is None else self.make_strategy()
 
     def finish(self) -> None:
@@ -269,14 +284,13 @@ class Stage:
             if self._out_pool is None:
                 spec = self.spec or got
                 size = batch.pool.batch_size
-                check_pool_memory(
-                    FramePool.bytes_needed(spec, size, slots),
-                    what=f"stage {self.name!r}'s pool of {slots} slots x {size} frames of "
-                    f"{spec.describe()}",
+                what = (
+                    f"stage {self.name!r}'s pool of {slots} slots x {size} frames of "
+                    f"{spec.describe()}"
                 )
                 buffer = None
                 if self._allocate is not None:
-                    buffer = self._allocate(FramePool.bytes_needed(spec, size, slots))
+                    buffer = self._allocate(FramePool.bytes_needed(spec, size, slots), what)
                 self._out_pool = FramePool(
                     spec, batch_size=size, slots=slots, name=self.name, buffer=buffer
                 )

@@ -89,7 +89,7 @@ def halo_of(build: Build, source: VideoSource) -> tuple[int, int]:
     for stage in pipeline.stages:
         if stage.make_stream is None:
             continue
-        stream = stage.make_stream()
+        stream = stage.make_stream(1)  # any batch size: only the window is read
         if not isinstance(stream, HaloStream):
             raise ValueError(
                 f"stage {stage.name!r} keeps state across frames, so a segment cannot be "

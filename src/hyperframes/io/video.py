@@ -39,6 +39,7 @@ import numpy as np
 from ..engine.frames import FrameSpec
 from ..errors import CorruptFrame, FrameError, MediaError
 from .base import Chunk, Source
+from .fingerprint import video_fingerprint
 from .probe import damaged_message, iso_damage, open_video, stream_facts, vfr_suspected
 from .yuv import resize_i420_into
 
@@ -242,6 +243,7 @@ class VideoSource(Source):
         self.info.update(
             source_pix_fmt=facts["pix_fmt"], frames_estimated=facts["frames_estimated"]
         )
+        self.info.update(video_fingerprint(self.path))  # a resumed pack checks it
         self._container: av.container.InputContainer | None = None
         self._frames: Iterator[tuple[int, av.VideoFrame]] | None = None
         self._seen = 0

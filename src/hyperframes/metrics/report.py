@@ -83,7 +83,7 @@ class RunReport:
 
     Attributes:
         frames: frames delivered to the sink.
-        wall_s: wall-clock seconds of the run.
+        wall_s: wall-clock seconds of the whole ``run()`` call, set-up included.
         fps: ``frames / wall_s``.
         stages: one :class:`StageReport` per stage, source first, sink last.
         pool_slots: slots of the source pool (the bound on batches in flight).
@@ -94,6 +94,10 @@ class RunReport:
         head_of_line_wait_s: time the sink waited for a missing batch while later ones
             were ready (the cost of keeping order).
         batch_size: frames per batch.
+        setup_s: the part of ``wall_s`` spent before the first frame was read (planning,
+            pools, stage start-up: processes or actors).
+        memory_budget: the run's memory budget in bytes (all pools together).
+        sizing: how the batch size was chosen.
         output: what the sink returned (e.g. the output path), if anything.
         failures: dead letters: ``{"stage", "frame", "error"}`` for each frame that failed
             for good (only with ``allow_failures``); those frames are not in the output.
@@ -111,6 +115,9 @@ class RunReport:
     reorder_high_water: int
     batch_size: int
     head_of_line_wait_s: float = 0.0
+    setup_s: float = 0.0
+    memory_budget: int = 0
+    sizing: str = ""
     output: Any = None
     failures: tuple[dict[str, Any], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -134,10 +141,12 @@ class RunReport:
     def __str__(self) -> str:
         lines = [
             f"{self.frames} frames in {self.wall_s:.2f} s = {self.fps:.1f} frames/s "
-            f"(batch {self.batch_size}, slowest stage: {self.slowest_stage})",
-            f"pool: {self.pool_slots} slots, high-water {self.pool_high_water_slots} slots "
-            f"= {self.pool_high_water_bytes / 2**20:.1f} MiB of {self.pool_bytes / 2**20:.1f} MiB;"
-            f" reorder buffer high-water {self.reorder_high_water} batches",
+            f"(set-up {self.setup_s:.2f} s, slowest stage: {self.slowest_stage})",
+            f"batch {self.batch_size} ({self.sizing}); {self.pool_slots} slots per pool; "
+            f"pools {self.pool_bytes / 2**20:.1f} MiB of a {self.memory_budget / 2**20:.0f} MiB "
+            f"budget, in use at most {self.pool_high_water_bytes / 2**20:.1f} MiB "
+            f"({self.pool_high_water_slots} slots over all pools)",
+            f"reorder buffer high-water {self.reorder_high_water} batches",
             f"{'stage':<24}{'workers':>8}{'frames':>9}{'busy s':>9}{'wait in':>9}"
             f"{'wait out':>9}{'queue hw':>9}",
         ]

@@ -444,6 +444,7 @@ class FrameStore:
 
 def _corrupt(message: str, frames: range | list[int]) -> StoreCorrupt:
     """A :class:`StoreCorrupt` whose ``frames`` attribute lists the damaged frame ids."""
-    exc = StoreCorrupt(message + "; the store is damaged: run verify, then re-pack or restore")
+    advice = "; the store is damaged: run verify, then re-pack or restore"
+    exc = StoreCorrupt(message if message.endswith(advice) else message + advice)
     exc.frames = list(frames)  # type: ignore[attr-defined]
     return exc
