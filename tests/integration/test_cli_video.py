@@ -60,7 +60,7 @@ def test_transcode_resize_and_report(tmp_path, small_clip, capsys):
     assert data["frames"] == 40 and data["output"] == str(out)
     for key in ("wall_s", "fps", "stages", "pool_high_water_bytes"):
         assert key in data
-    assert [s["name"] for s in data["stages"]] == ["source", "resize", "sink"]
+    assert [s["name"] for s in data["stages"]] == ["source", "sink"]  # resized as decoded
     got = frames_in(out)
     assert len(got) == 40 and got[0].shape == (24, 32, 3)
     assert [int(f[0, 0, 0]) for f in got] == [(i * 5) % 256 for i in range(40)]

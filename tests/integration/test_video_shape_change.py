@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
+import hyperframes as hf
 from hyperframes import FrameSpec
 from hyperframes.cli import main
 from hyperframes.errors import FrameError, MediaError
@@ -159,3 +160,19 @@ def test_sink_refuses_a_batch_of_another_shape(tmp_path, planar):
     assert "\n" not in message and "broadcast" not in message
     assert "x".join(map(str, batch.shape[1:])) in message
     assert not (tmp_path / "o.mp4").exists()
+
+
+@pytest.mark.parametrize("command", ["pack", "transcode"])
+def test_cli_with_size_handles_a_size_change(tmp_path, size_change, command):
+    out = tmp_path / ("out.hfs" if command == "pack" else "out.mkv")
+    extra = [] if command == "pack" else ["--codec", "ffv1"]
+    assert main([command, str(size_change), str(out), "--size", "160x120", *extra]) == 0
+    if command == "pack":
+        with hf.FrameStore(out) as store:
+            frames = np.stack([store[i] for i in range(len(store))])
+    else:
+        frames = hf.Pipeline.from_source(VideoSource(out)).collect()
+    assert frames.shape == (2 * PER_SEGMENT, 120, 160, 3)
+    # each half keeps its own level: no black frames, no copies of the first half
+    first, second = frames[:PER_SEGMENT].mean(), frames[PER_SEGMENT:].mean()
+    assert second > first + 50 and frames.reshape(len(frames), -1).max(axis=1).min() > 0

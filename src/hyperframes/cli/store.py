@@ -25,6 +25,7 @@ from ..store.source import StoreSource
 from ..store.writer import resume_point
 from .common import add_sizing_options, positive_int, progress_for
 from .observe import add_long_run_options, observed_run
+from .video import frame_size
 
 __all__ = ["is_store", "register", "store_info"]
 
@@ -35,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pack", help="group a video into hyperframes and store them")
     p.add_argument("input", metavar="IN")
     p.add_argument("store", metavar="STORE")
+    p.add_argument(
+        "--size", type=frame_size, default=None, metavar="WxH",
+        help="resize every frame to WxH (needed when the frame size changes part-way)",
+    )  # fmt: skip
     p.add_argument("--threshold", type=float, default=None, help="grouping MSE threshold")
     p.add_argument("--min-len", type=positive_int, default=None, help="shortest group")
     p.add_argument("--max-len", type=positive_int, default=None, help="longest group")
@@ -89,14 +94,14 @@ def run_pack(args: argparse.Namespace) -> int:
                 "max_len": options.max_len}  # fmt: skip
     tier = "lossless" if args.psnr is None else "psnr"
     start, complete = resume_point(args.store) if args.resume else (0, False)
-    whole = VideoSource(args.input)
+    whole = VideoSource(args.input, size=args.size)
     if complete or (whole.length is not None and start >= whole.length):
         StoreWriter(  # checks that the store was packed from this input
             args.store, _store_spec(args.store), whole.info, tier=tier, psnr=args.psnr,
             intra=args.intra, grouping=grouping, resume=True,
         ).close(complete=True)  # fmt: skip
         return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
-    source = VideoSource(args.input, start=start)
+    source = VideoSource(args.input, start=start, size=args.size)
     sink = StoreSink(
         args.store, tier=tier, psnr=args.psnr, intra=args.intra, grouping=grouping,
         workers=args.workers, resume=args.resume, overwrite=args.overwrite,

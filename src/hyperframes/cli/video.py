@@ -6,7 +6,6 @@ import argparse
 import importlib
 import json
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ from ..io.loop import Looped
 from ..io.probe import probe
 from ..io.video import PixFmt, VideoSource
 from ..io.video_sink import VideoSink
-from ..io.yuv import resize_i420
 from .common import add_run_options, emit_report, positive_float, positive_int
 from .observe import add_long_run_options, observed_run
 
@@ -133,25 +131,21 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
 
     def make() -> VideoSource:
+        # the source resizes every frame to --size as it decodes it, so a stream whose
+        # frame size changes part-way comes out at one size
         return VideoSource(
             args.input, start=args.start, stop=args.stop, on_corrupt=args.on_corrupt,
-            pix_fmt=pix_fmt,
+            pix_fmt=pix_fmt, size=args.size,
         )  # fmt: skip
 
     if args.loop > 1:
         source: VideoSource | Looped = Looped(make, times=args.loop)
-    elif planar or args.on_corrupt != "fail":
+    elif planar or args.on_corrupt != "fail" or args.size:
         source = make()
     else:
         source = probe_source  # already open for the same frames: no second probe
     sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None)
     pipeline = Pipeline.from_source(source, batch_size=args.batch_size)
-    if args.size:
-        width, height = args.size
-        resize = partial(resize_i420, width=width, height=height) if planar else (
-            resize_stage(width, height)
-        )  # fmt: skip
-        pipeline = pipeline.map(resize, workers=args.workers, name="resize")
     report, extra = observed_run(args, pipeline.to(sink), "transcode")
     skipped = getattr(source, "skipped", [])
     if skipped:
