@@ -88,7 +88,7 @@ def child(job: dict) -> dict:
 
 
 def measure(**job) -> dict:
-    job = {"workers": 2, "batch": None, "memory": None, "work": "blur", **job}
+    job = {"workers": 2, "batch": None, "memory": None, "work": "blur", "way": "engine", **job}
     done = subprocess.run(
         [sys.executable, __file__, "--child", json.dumps(job)],
         capture_output=True, text=True, check=True,
