@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -43,15 +44,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with signals_interrupt():
             result: int = args.run(args)
+            sys.stdout.flush()  # a closed pipe shows here, while it can still be handled
         return result
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         print(f"hyperframes: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
         return 128 + signum
+    except BrokenPipeError:
+        # `hyperframes info X | head`: the reader has what it wanted; that is not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except Exception as exc:
         if args.debug:
             raise
-        return fail(exc)
+        command = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
+        return fail(exc, flags={o for a in command._actions for o in a.option_strings})
 
 
 class Terminated(KeyboardInterrupt):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections.abc import Collection
 from typing import Any
 
 from .. import RunReport
@@ -13,20 +15,45 @@ from ..engine.sizing import parse_memory
 from ..metrics.progress import ProgressBar
 
 
-def fail(exc: BaseException) -> int:
-    """Print ``exc`` as one line on stderr (its notes after a semicolon) and return 1."""
+def fail(exc: BaseException, flags: Collection[str] = ()) -> int:
+    """Print ``exc`` as one line on stderr (its notes after a semicolon) and return 1.
+
+    Library messages name Python arguments (``pass overwrite=True``); where the command
+    has a flag of that name, the line names the flag instead (``pass --overwrite``).
+    """
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     notes = [n for n in getattr(exc, "__notes__", []) if n]
     where = f" ({'; '.join(notes)})" if notes else ""
-    print(f"hyperframes: error: {message}{where}", file=sys.stderr)
+    line = as_flags(f"{message}{where}", flags)
+    print(f"hyperframes: error: {line}", file=sys.stderr)
     return 1
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """Options of every long-running command."""
-    parser.add_argument("--workers", type=positive_int, default=2, help="workers per stage")
-    add_sizing_options(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object, no bar")
+_KEYWORD = re.compile(
+    r"\b([a-z][a-z0-9_]*)=(True|False|None|'[^']*'|\"[^\"]*\"|-?[0-9][0-9.]*|\([^)]*\))?"
+)
+
+
+def as_flags(message: str, flags: Collection[str]) -> str:
+    """``message`` with each ``name=value`` that is a flag of the command written as the flag:
+    ``overwrite=True`` -> ``--overwrite``, ``pix_fmt='yuv444p'`` -> ``--pix-fmt yuv444p``,
+    ``batch_size=`` -> ``--batch-size``; other text is kept."""
+
+    def flag(match: re.Match[str]) -> str:
+        name, value = match.group(1), match.group(2)
+        option = "--" + name.replace("_", "-")
+        if option not in flags:
+            return match.group(0)
+        if value in (None, "True"):
+            return option
+        if value[:1] in "'\"":
+            return f"{option} {value[1:-1]}"
+        if value.startswith("("):
+            return f"{option} {'x'.join(v.strip() for v in value[1:-1].split(','))}"
+        return f"{option} {value}"
+
+    text = _KEYWORD.sub(flag, message)
+    return re.sub(r"(--[a-z-]+(?: [^ ()]+)?) \(\1 on the command line\)", r"\1", text)
 
 
 def add_sizing_options(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +119,7 @@ def progress_for(args: argparse.Namespace, label: str) -> ProgressBar:
     return ProgressBar(label=label, enabled=False if args.json else None)
 
 
-def emit_report(args: argparse.Namespace, report: RunReport, **extra: Any) -> None:
+def emit_report(args: argparse.Namespace, report: RunReport, /, **extra: Any) -> None:
     """Print the run report: JSON on stdout with ``--json``, else the table."""
     if args.json:
         data = report.to_dict()

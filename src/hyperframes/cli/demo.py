@@ -23,7 +23,8 @@ from .. import FrameSpec, Pipeline
 from ..errors import MediaError
 from ..io.video import VideoSource
 from ..store import FrameStore, StoreSink
-from .common import add_run_options, emit_report, positive_int, progress_for
+from .common import emit_report, positive_int, progress_for
+from .observe import add_long_options
 from .video import transcode
 
 CLIP = "bigbuckbunny.mp4"
@@ -35,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", default="out/demo.mp4", help="where to write the result")
     p.add_argument("--synthetic", action="store_true", help="generated frames, no media")
     p.add_argument("--frames", type=positive_int, default=3000, help="synthetic frames")
-    add_run_options(p)
+    add_long_options(p)
     p.set_defaults(run=run)
 
 
@@ -60,12 +61,11 @@ def run(args: argparse.Namespace) -> int:
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     if not args.json:
         print(f"1. transcode {clip.name} x {args.loop} -> {args.output}")
-    job = argparse.Namespace(
-        input=str(clip), output=args.output, codec="libx264", crf=23,
-        preset="ultrafast", pix_fmt=None, overwrite=True, size=(640, 360), start=0, stop=None,
-        loop=args.loop, on_corrupt="fail", workers=args.workers, batch_size=args.batch_size,
-        json=args.json,
-    )  # fmt: skip
+    job = argparse.Namespace(**{
+        **vars(args), "input": str(clip), "output": args.output, "codec": "libx264",
+        "crf": 23, "preset": "ultrafast", "pix_fmt": None, "overwrite": True,
+        "size": (640, 360), "start": 0, "stop": None, "on_corrupt": "fail",
+    })  # fmt: skip
     report, _ = transcode(job)
     if not args.json:
         print(report)
@@ -149,7 +149,9 @@ def run_synthetic(args: argparse.Namespace) -> int:
         .for_each(total, batched=True)
     )
     bar = progress_for(args, "demo")
-    report = pipeline.run(progress=bar)
-    bar.finish()
+    try:
+        report = pipeline.run(progress=bar, memory=args.memory)
+    finally:
+        bar.finish()
     emit_report(args, report, checksum=checksum)
     return 0

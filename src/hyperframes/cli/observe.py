@@ -25,7 +25,7 @@ from ..io._publish import publish
 from ..metrics.monitors import Monitors
 from ..metrics.prometheus import DEFAULT_HOST, PrometheusExporter
 from ..metrics.timeline import Timeline, require_plotting
-from .common import port_number, progress_for
+from .common import add_sizing_options, port_number, positive_int, progress_for
 
 
 class _Announce:
@@ -102,10 +102,22 @@ def finish_observe(
     return written
 
 
-def add_long_run_options(parser: argparse.ArgumentParser) -> None:
-    """Everything a long command offers to watch it: metrics, report, plots, the live page."""
+LONG_OPTIONS = (
+    "--workers", "--batch-size", "--memory", "--json", "--metrics-port", "--metrics-host",
+    "--report", "--plot-dir", "--view",
+)  # fmt: skip
+"""The options every long command shares (a test checks each command's ``--help``)."""
+
+
+def add_long_options(
+    parser: argparse.ArgumentParser, *, workers_help: str = "workers per stage"
+) -> None:
+    """The options every long command shares: :data:`LONG_OPTIONS`, defined here only."""
     from .view import add_view_options
 
+    parser.add_argument("--workers", type=positive_int, default=2, help=workers_help)
+    add_sizing_options(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON object, no bar")
     add_observe_options(parser)
     add_view_options(parser)
 

@@ -23,8 +23,8 @@ from ..io.video_sink import VideoSink
 from ..store import FrameStore, StoreSink, StoreWriter, is_store, store_info
 from ..store.source import StoreSource
 from ..store.writer import resume_point
-from .common import add_sizing_options, positive_int, progress_for
-from .observe import add_long_run_options, observed_run
+from .common import positive_int
+from .observe import add_long_options, observed_run
 from .video import frame_size
 
 __all__ = ["is_store", "register", "store_info"]
@@ -55,10 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="continue a partial store packed from the same input",
     )  # fmt: skip
     either.add_argument("--overwrite", action="store_true", help="replace an existing store")
-    p.add_argument("--workers", type=positive_int, default=2, help="encoding threads")
-    add_sizing_options(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object, no bar")
-    add_long_run_options(p)
+    add_long_options(p, workers_help="encoding threads")
     p.set_defaults(run=run_pack)
 
     p = sub.add_parser("unpack", help="write a store's frames as a video or image folder")
@@ -66,8 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("output", metavar="OUT", help="a video file (.mkv, .mp4...) or a folder")
     p.add_argument("--codec", default=None, help="video codec; ffv1 (lossless) by default")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    add_sizing_options(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object, no bar")
+    add_long_options(p, workers_help="unused: the store decodes on its own threads")
     p.set_defaults(run=run_unpack)
 
     p = sub.add_parser("frame", help="write one frame of a store as an image")
@@ -143,18 +139,11 @@ def run_unpack(args: argparse.Namespace) -> int:
             sink: Any = VideoSink(out, codec=args.codec or "ffv1", overwrite=args.overwrite)
         else:
             sink = ImageSequenceSink(out, overwrite=args.overwrite)
-        bar = progress_for(args, "unpack")
-        try:
-            report = (
-                Pipeline.from_source(source, batch_size=args.batch_size)
-                .to(sink)
-                .run(progress=bar, memory=args.memory)
-            )
-        finally:
-            bar.finish()
+        pipeline = Pipeline.from_source(source, batch_size=args.batch_size).to(sink)
+        report, written = observed_run(args, pipeline, "unpack")
     finally:
         source.close()
-    data = {"output": str(out), "frames": report.frames, "fps": round(report.fps, 3)}
+    data = {"output": str(out), "frames": report.frames, "fps": round(report.fps, 3), **written}
     print(json.dumps(data) if args.json else f"{report.frames} frames -> {out}")
     return 0
 

@@ -17,8 +17,8 @@ from ..io.loop import Looped
 from ..io.probe import probe
 from ..io.video import PixFmt, VideoSource
 from ..io.video_sink import VideoSink
-from .common import add_run_options, emit_report, positive_float, positive_int
-from .observe import add_long_run_options, observed_run
+from .common import emit_report, positive_float, positive_int
+from .observe import add_long_options, observed_run
 
 MAX_SIDE = 16384
 """The longest side ``--size`` takes: FFmpeg refuses larger frames, after the pools exist."""
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="fail",
         help="a frame that cannot be decoded: fail with its index, or skip and report it",
     )
-    add_run_options(p)
+    add_long_options(p)
     p.set_defaults(run=run_transcode)
 
     p = sub.add_parser("render", help="render frames with MODULE:FUNCTION f(i) -> array")
@@ -54,8 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--size", type=frame_size, required=True, help="WxH")
     p.add_argument("--fps", type=positive_float, default=30.0, help="frames per second")
     add_encoder_options(p)
-    add_run_options(p)
-    add_long_run_options(p)
+    add_long_options(p)
     p.set_defaults(run=run_render)
 
 

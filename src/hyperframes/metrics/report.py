@@ -7,9 +7,10 @@ as a table (``str(report)``) and as JSON (``report.to_dict()``).
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -131,11 +132,12 @@ class RunReport:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every figure."""
-        out = asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self)}  # no deep copy of output
+        out["extra"] = copy.deepcopy(self.extra)
         out["stages"] = [asdict(s) for s in self.stages]
         out["failures"] = list(self.failures)
         out["slowest_stage"] = self.slowest_stage
-        out["output"] = None if self.output is None else str(self.output)
+        out["output"] = _json_ready(self.output)
         return out
 
     def __str__(self) -> str:
@@ -180,3 +182,17 @@ class Stopwatch:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self._start
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` as JSON can hold it: mappings, sequences and scalars kept (a store's
+    summary stays an object), paths and anything else as text, arrays left out."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"array of shape {tuple(value.shape)} {value.dtype}"
+    return str(value)
