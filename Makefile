@@ -1,34 +1,44 @@
 # Quick start: `make demo` and `make test` each work alone on a fresh machine.
+# Each installs what it needs into .venv: the demo only the [demo] extra, the tests the rest.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test test-all lint bench clean
+.PHONY: demo test test-all lint doctest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,dev,demo,plot,ray,gpu,view]'
-	touch $(STAMP)
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[demo]'
+	touch $@
 
-demo: $(STAMP)
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test,dev,demo,plot,ray,gpu,view]'
+	touch $@ $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/hyperframes demo
 
-test: $(STAMP)
+# lint, types and the docstring examples first (seconds), then the suite
+test: $(TEST_STAMP) lint doctest
 	$(BIN)/python -m pytest -q -m "not slow" tests
 
-test-all: $(STAMP)
+test-all: $(TEST_STAMP) lint doctest
 	$(BIN)/python -m pytest -q tests
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-bench: $(STAMP)
+doctest: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q --doctest-modules src/hyperframes
+
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/engine.py
 
 clean:

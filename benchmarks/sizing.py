@@ -130,23 +130,32 @@ def main() -> None:
     for size, frames, target in (("4k", 60, 1 << 30), ("1080p", n, 700 << 20)):
         row = best_of(1, size=size, frames=frames)
         verdict = "held" if row["peak"] <= target else "NOT held"
-        print(f"   {size:<6} {frames} frames: peak {mib(row['peak'])} (target <= {mib(target)}: "
-              f"{verdict}); batch {row['batch']}, {row['slots']} slots, set-up {row['setup']:.3f} s")  # fmt: skip
+        print(
+            f"   {size:<6} {frames} frames: peak {mib(row['peak'])} (target <= {mib(target)}: "
+            f"{verdict}); batch {row['batch']}, {row['slots']} slots, "
+            f"set-up {row['setup']:.3f} s"
+        )
     row = best_of(1, size="4k", frames=60, memory="300MiB")
     over = row["peak"] - row["baseline"]
     verdict = "held" if over <= (300 + 120) << 20 else "NOT held"
-    print(f"   4k with memory='300MiB': peak {mib(row['peak'])}, {mib(over)} over the "
-          f"interpreter's {mib(row['baseline'])} (target <= 420 MiB over: {verdict})")
+    print(
+        f"   4k with memory='300MiB': peak {mib(row['peak'])}, {mib(over)} over the "
+        f"interpreter's {mib(row['baseline'])} (target <= 420 MiB over: {verdict})"
+    )
 
     print(f"3) 720p, {n * 4} frames: engine at defaults vs a hand loop over one batch buffer")
     hand = best_of(r, size="720p", frames=n * 4, way="hand", work="invert")
     one = best_of(r, size="720p", frames=n * 4, workers=1, work="invert")
-    print(f"   hand loop {hand['wall']:.2f} s, pipeline 1 worker {one['wall']:.2f} s: "
-          f"{hand['wall'] / one['wall']:.2f}x (target >= 0.9)")
+    print(
+        f"   hand loop {hand['wall']:.2f} s, pipeline 1 worker {one['wall']:.2f} s: "
+        f"{hand['wall'] / one['wall']:.2f}x (target >= 0.9)"
+    )
     b1 = best_of(r, size="720p", frames=n * 2, workers=1)
     b2 = best_of(r, size="720p", frames=n * 2, workers=2)
-    print(f"   blur 1 worker {b1['wall']:.2f} s, 2 workers {b2['wall']:.2f} s: "
-          f"{b1['wall'] / b2['wall']:.2f}x (target >= 1.6)")
+    print(
+        f"   blur 1 worker {b1['wall']:.2f} s, 2 workers {b2['wall']:.2f} s: "
+        f"{b1['wall'] / b2['wall']:.2f}x (target >= 1.6)"
+    )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Every test here is marked ``browser`` and skipped cleanly when ``/usr/bin/chromium``,
 ``/usr/bin/chromedriver`` or selenium is missing (``bash tests/browser/setup.sh``
-installs them). No browser is ever downloaded: selenium is pointed at Debian's binaries.
+installs them), except under ``HF_REQUIRE_BROWSER=1`` (set by ``.ci/run``), where that
+is a failure. No browser is ever downloaded: selenium is pointed at Debian's binaries.
 Artifacts (screenshots, measured figures) go to ``tests/browser/artifacts/``
 (git-ignored), or to ``$HF_BROWSER_ARTIFACTS`` when set.
 """
@@ -71,6 +72,8 @@ def artifacts() -> Path:
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A headless chromium WebDriver with a fresh profile."""
     reason = _missing()
+    if reason and os.environ.get("HF_REQUIRE_BROWSER"):  # CI: a missing browser is a failure
+        pytest.fail(f"HF_REQUIRE_BROWSER is set but {reason}")
     if reason:
         pytest.skip(reason)
     from selenium import webdriver

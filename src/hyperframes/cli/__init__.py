@@ -58,8 +58,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        command = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
-        return fail(exc, flags={o for a in command._actions for o in a.option_strings})
+        return fail(exc, flags=flags_of(parser, args.command))
+
+
+def flags_of(parser: argparse.ArgumentParser, command: str) -> set[str]:
+    """Every option string of ``command`` (``{"--overwrite", "--json", ...}``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return {o for a in action.choices[command]._actions for o in a.option_strings}
+    return set()
 
 
 class Terminated(KeyboardInterrupt):

@@ -15,8 +15,8 @@ from pushing out frames that are used again and again. Measured in
 Example:
     >>> cache = make_cache("s3fifo", capacity_bytes=1 << 20)
     >>> cache.put(7, b"x" * 100, 100)
-    >>> cache.get(7), cache.stats().hits
-    (b'xxx...', 1)  # doctest: +SKIP
+    >>> cache.get(7)[:3], cache.stats().hits
+    (b'xxx', 1)
 """
 
 from __future__ import annotations
