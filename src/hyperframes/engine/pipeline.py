@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from ..hyper.grouping import Rule
 
 DEFAULT_SLOT_TIMEOUT = 300.0
+#: Where a rendered frame's expected shape comes from, as error messages say it.
+RENDERED = "as the render's spec says (spec= in the API, --size on the command line)"
 
 
 @dataclass(frozen=True)
@@ -249,12 +251,36 @@ class Pipeline:
             raise TypeError(f"to() needs a hyperframes Sink, got {type(sink).__name__}")
         return dataclasses.replace(self, sink=sink)
 
-    def for_each(self, fn: Callable[..., Any], *, batched: bool = False) -> Pipeline:
-        """Call ``fn(i, frame)`` for every frame in order (``fn(ids, frames)`` if ``batched``).
+    def for_each(
+        self, fn: Callable[..., Any], *, batched: bool = False, meta: bool = False
+    ) -> Pipeline:
+        """Call ``fn`` on every frame in input order, or on every batch with ``batched``.
 
-        The arrays are views into the pool, valid only during the call.
+        Args:
+            fn: called as ``fn(i, frame)``, or ``fn(ids, frames)`` with ``batched=True``.
+                With ``meta=True`` it gets a third argument: the frame's metadata as
+                ``{key: value}``, or with ``batched=True`` the batch's as ``{key: array}``
+                holding one value per frame in the order of ``ids``: ``"pts"`` from a
+                video, ``"hyperframe"``, ``"hf_pos"``, ``"hf_len"`` from :meth:`group`, and
+                the values each ``map(..., into=key)`` stage returned.
+            batched: call once per batch (ids and frames as arrays) instead of per frame.
+            meta: pass the per-frame metadata as a third argument.
+
+        The frame arrays are views into the pool, valid only during the call: copy what
+        you keep.
+
+        Example:
+            >>> found = {}
+            >>> (Pipeline.from_frames(np.zeros((8, 4, 4), np.uint8))
+            ...     .map(lambda b: b.mean(axis=(1, 2)), into="brightness")
+            ...     .for_each(lambda ids, frames, meta: found.update(
+            ...         zip(ids.tolist(), meta["brightness"].tolist())), batched=True, meta=True)
+            ...     .run().frames)
+            8
+            >>> found[7]
+            0.0
         """
-        return self.to(CallbackSink(fn, batched=batched))
+        return self.to(CallbackSink(fn, batched=batched, meta=meta))
 
     def write_images(self, directory: str | Path, **options: Any) -> Pipeline:
         """Write every frame as an image file (see ``ImageSequenceSink`` for options)."""
@@ -364,7 +390,7 @@ class RenderInto:
     def __call__(self, ids: np.ndarray, out: np.ndarray) -> None:
         name = _name_of(self.fn)
         for j, i in enumerate(ids.tolist()):
-            out[j] = check_frame(self.fn(i), self.spec, i, origin=f"{name}({i})")
+            out[j] = check_frame(self.fn(i), self.spec, i, origin=f"{name}({i})", fixed_by=RENDERED)
 
 
 def render_call(fn: Callable[..., Any], batch: Batch) -> None:

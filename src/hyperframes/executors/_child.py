@@ -7,13 +7,21 @@ kwargs)`` any number of times; the connection closing ends the loop. Answers:
 
 The child ignores SIGINT: Ctrl-C belongs to the parent, which stops the run and ends
 its children.
+
+A child starts by importing the parent's main script again (``spawn`` and
+``forkserver`` do that, so that functions defined there can be unpickled). A script
+that starts its run at top level, not under ``if __name__ == "__main__":``, would start
+a second run in every child; :func:`refuse_run_while_starting` stops such a child with
+:data:`STARTING_EXIT` and one line on stderr, and the parent reports it.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import signal
+import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -21,6 +29,33 @@ import numpy as np
 
 from ._shm import BlockMaps
 from ._wire import Failure, Returned, Shared, decode, encode
+
+STARTING_EXIT = 78
+"""The exit code of a worker that stopped because importing the main module started a run."""
+
+GUARD_ADVICE = 'put the run under `if __name__ == "__main__":`'
+
+
+def starting_up() -> bool:
+    """Whether this process is a multiprocessing child still importing its parent's main
+    module (the bootstrapping phase, in which no process may be started)."""
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+
+
+def refuse_run_while_starting() -> None:
+    """In a child that is still starting, say why on stderr and exit with
+    :data:`STARTING_EXIT`, without a traceback; elsewhere do nothing."""
+    if not starting_up():
+        return
+    print(
+        f"hyperframes: worker process {os.getpid()} stopped: importing the main module in it "
+        f"started a run with executor='processes' again; {GUARD_ADVICE}",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.stdout.flush()
+    # not SystemExit: forkserver turns any exit of a starting child into code 1
+    os._exit(STARTING_EXIT)
 
 
 def serve(conn: Connection) -> None:

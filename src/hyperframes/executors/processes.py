@@ -8,7 +8,13 @@ in-place stage stays in place with no copy; other arguments and results are pick
 
 Example:
     >>> from hyperframes import Pipeline  # doctest: +SKIP
-    >>> Pipeline.from_frames(frames).map(slow_python_fn, workers=2).run(executor="processes")
+    >>> line = Pipeline.from_frames(frames).map(slow_python_fn, workers=2)  # doctest: +SKIP
+    >>> line.run(executor="processes")  # doctest: +SKIP
+
+A child imports the parent's main script again before it runs anything, so a script
+must start its run under ``if __name__ == "__main__":``; a run started at a script's
+top level raises ``RuntimeError`` saying so (:func:`unguarded_main_line`) instead of
+starting children that would each start the run again.
 
 Note:
     Starting a child costs about 20-60 ms with ``forkserver`` after the first (the
@@ -19,15 +25,19 @@ Note:
 
 from __future__ import annotations
 
+import ast
 import multiprocessing
 import pickle
 import queue
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
+from pathlib import Path
+from types import CodeType, FrameType
 from typing import Any, Literal
 
 import numpy as np
@@ -63,6 +73,78 @@ def pickled_function(fn: Callable[..., Any], *, stage: str) -> bytes:
             "lambda, a nested function or a bound method of an unpicklable object), or run "
             "with executor='threads'"
         ) from exc
+
+
+def unguarded_main_line(*, within: CodeType | None = None) -> str | None:
+    """``"path:line"`` of the top-level statement of the main script that is running now,
+    if children would run it again: it is not under an ``if`` (``if __name__ ==
+    "__main__":`` or any other), and the main module is one that ``spawn`` and
+    ``forkserver`` children import again (a script or ``python -m package.module``, not a
+    package's ``__main__.py``, ``-c`` or an interactive session). ``None`` otherwise, and
+    whenever it cannot tell (the source cannot be read).
+
+    Args:
+        within: only look through the frames called from a frame of this code (the
+            ``Pipeline.run`` that is starting); ``None`` looks through all of them.
+    """
+    main = sys.modules.get("__main__")
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None)
+    path = getattr(main, "__file__", None)
+    if main is None or path is None or spec_name == "__main__":
+        return None
+    if spec_name is not None and spec_name.endswith(".__main__"):
+        return None  # multiprocessing does not import a package's __main__ again
+    if spec_name is None and Path(path).stem == "ipython":
+        return None  # nor the ipython launcher
+    frame: FrameType | None = sys._getframe(1)
+    seen_within = within is None
+    while frame is not None:
+        if frame.f_code is within:
+            seen_within = True
+        elif frame.f_code.co_name == "<module>" and frame.f_globals is vars(main):
+            break
+        frame = frame.f_back
+    if frame is None or not seen_within:
+        return None
+    line = frame.f_lineno
+    try:
+        tree = ast.parse(Path(frame.f_code.co_filename).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    return None if _under_an_if(tree.body, line) else f"{frame.f_code.co_filename}:{line}"
+
+
+def _under_an_if(body: list[ast.stmt], line: int) -> bool:
+    """Whether ``line`` lies in an ``if`` or ``match`` among ``body`` (or nested deeper)."""
+    for node in body:
+        if not node.lineno <= line <= (node.end_lineno or node.lineno):
+            continue
+        if isinstance(node, ast.If | ast.Match):
+            return True
+        inner: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            for child in getattr(node, name, []):
+                if isinstance(child, ast.ExceptHandler):
+                    inner.extend(child.body)
+                elif isinstance(child, ast.stmt):
+                    inner.append(child)
+        return _under_an_if(inner, line)
+    return False
+
+
+def _starting_run() -> CodeType | None:
+    """The code of ``Pipeline.run``, if the engine is loaded (it is when a run makes us)."""
+    module = sys.modules.get("hyperframes.engine.pipeline")
+    return None if module is None else module.Pipeline.run.__code__
+
+
+def unguarded_message(where: str) -> str:
+    """The one line that says a run started at a script's top level, and what to do."""
+    return (
+        f"a run with executor='processes' started at the top level of the main script "
+        f"({where}); every worker process imports that script again and would start the run "
+        f"again, so nothing can run; {_child.GUARD_ADVICE}"
+    )
 
 
 class _Child:
@@ -110,11 +192,18 @@ class _Child:
         how = "is gone" if code is None else f"exited with code {code}"
         if code is not None and code < 0:
             how = f"was killed by signal {-code} (exit code {code})"
+        if code == _child.STARTING_EXIT:
+            main = getattr(sys.modules.get("__main__"), "__file__", None) or "the main module"
+            raise StageError(
+                f"stage {self.stage!r}: its worker process {self.process.pid} stopped while "
+                f"starting, because importing {main} in it started the run again; "
+                f"{_child.GUARD_ADVICE}"
+            ) from None
         raise StageError(
             f"stage {self.stage!r}: its worker process {self.process.pid} {how} while "
             f"running {self.fn}; the run stopped (out of memory, a crash in native code, or "
             "killed from outside)"
-        )
+        ) from None
 
     def stop(self) -> None:
         """Close the connection: an idle child sees it end and exits by itself."""
@@ -177,11 +266,17 @@ class ProcessExecutor:
 
     Raises:
         ValueError: an unknown start method.
+        RuntimeError: made by a run that started at the top level of the main script, not
+            under ``if __name__ == "__main__":`` (see :func:`unguarded_main_line`).
     """
 
     name = "processes"
 
     def __init__(self, *, start_method: StartMethod | None = None) -> None:
+        # checked here, not only in remote(): the fewer frames, the shorter the traceback
+        starting = _starting_run()
+        if starting is not None and (where := unguarded_main_line(within=starting)):
+            raise RuntimeError(unguarded_message(where))
         available = multiprocessing.get_all_start_methods()
         if start_method is None:
             start_method = "forkserver" if "forkserver" in available else "spawn"
@@ -208,7 +303,11 @@ class ProcessExecutor:
 
         Raises:
             TypeError: ``fn`` cannot be pickled by reference (a lambda, a nested function).
+            RuntimeError: the run started at the top level of the main script.
         """
+        _child.refuse_run_while_starting()  # in a child importing the script: exit quietly
+        if where := unguarded_main_line():
+            raise RuntimeError(unguarded_message(where))
         payload = pickled_function(fn, stage=stage)
         if self.start_method == "forkserver":
             self._context.set_forkserver_preload([_child.__name__])

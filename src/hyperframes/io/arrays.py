@@ -23,9 +23,21 @@ from ..engine.frames import FrameSpec
 from ..errors import FrameError
 from .base import Chunk, Source
 
+SAME_AS_BEFORE = "like the frames before it"
 
-def check_frame(frame: Any, spec: FrameSpec, i: int, *, origin: str) -> np.ndarray:
-    """Return ``frame`` if it is an array matching ``spec``; else raise ``FrameError`` naming it."""
+
+def check_frame(
+    frame: Any, spec: FrameSpec, i: int, *, origin: str, fixed_by: str = SAME_AS_BEFORE
+) -> np.ndarray:
+    """Return ``frame`` if it is an array matching ``spec``; else raise ``FrameError`` naming it.
+
+    Args:
+        frame: what the source or render function gave for frame ``i``.
+        spec: the shape and dtype every frame must have.
+        i: the frame's index.
+        origin: who gave it, e.g. ``"render(12)"``.
+        fixed_by: where ``spec`` comes from, as the message should say it.
+    """
     if not isinstance(frame, np.ndarray):
         raise FrameError(
             f"frame {i} from {origin} is a {type(frame).__name__}, expected a numpy array of "
@@ -34,7 +46,7 @@ def check_frame(frame: Any, spec: FrameSpec, i: int, *, origin: str) -> np.ndarr
     if frame.shape != spec.shape or frame.dtype != spec.dtype:
         raise FrameError(
             f"frame {i} from {origin} is {'x'.join(map(str, frame.shape))} {frame.dtype}, "
-            f"expected {spec.describe()} like the frames before it; every frame of a "
+            f"expected {spec.describe()} {fixed_by}; every frame of a "
             "sequence must have the same shape and dtype"
         )
     return frame
@@ -80,6 +92,7 @@ class IterableSource(Source):
         length: int | None = None,
     ) -> None:
         self._it: Iterator[Any] = iter(frames)
+        self._fixed_by = SAME_AS_BEFORE
         if spec is None:
             try:
                 first = next(self._it)
@@ -92,6 +105,8 @@ class IterableSource(Source):
                 raise FrameError(f"frame 0 is a {type(first).__name__}, expected a numpy array")
             spec = FrameSpec.of(first)
             self._it = itertools.chain([first], self._it)
+        else:
+            self._fixed_by = "as the spec= given says"
         self.spec = spec
         if length is None and hasattr(frames, "__len__"):
             length = len(frames)  # type: ignore[arg-type]
@@ -103,7 +118,9 @@ class IterableSource(Source):
         start = self._next
         count = 0
         for frame in itertools.islice(self._it, len(out)):
-            out[count] = check_frame(frame, self.spec, start + count, origin="the source")
+            out[count] = check_frame(
+                frame, self.spec, start + count, origin="the source", fixed_by=self._fixed_by
+            )
             count += 1
         self._next += count
         return Chunk(np.arange(start, start + count, dtype=np.int64))

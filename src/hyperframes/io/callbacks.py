@@ -2,6 +2,7 @@
 
 Example:
     >>> sink = CallbackSink(lambda i, frame: print(i, frame.shape))
+    >>> sink = CallbackSink(lambda ids, frames, meta: print(meta["pts"]), batched=True, meta=True)
 """
 
 from __future__ import annotations
@@ -16,23 +17,62 @@ from .base import Sink
 
 
 class CallbackSink(Sink):
-    """Calls ``fn(index, frame)`` per frame, or ``fn(index_array, frames)`` per batch.
+    """Hands frames in input order to ``fn``, frame by frame or batch by batch.
 
-    The arrays are views into a pool slot, valid only during the call: copy what you keep.
+    ========  ==========  ======================================================
+    batched   meta        ``fn`` is called
+    ========  ==========  ======================================================
+    False     False       ``fn(i, frame)`` per frame
+    True      False       ``fn(ids, frames)`` per batch
+    False     True        ``fn(i, frame, meta)``; ``meta[key]`` is this frame's value
+    True      True        ``fn(ids, frames, meta)``; ``meta[key]`` holds one value per
+                          frame of the batch, in the order of ``ids``
+    ========  ==========  ======================================================
+
+    ``meta`` holds what the source and stages recorded per frame: ``"pts"`` (seconds) from
+    a video, ``"hyperframe"``, ``"hf_pos"`` and ``"hf_len"`` from ``group()``, and the
+    values of every ``map(..., into=key)`` stage (a numeric array when all are numbers,
+    else an array of objects).
+
+    The frame arrays are views into a pool slot, valid only during the call: copy what
+    you keep. The ``meta`` dict and its arrays are the callback's to keep.
+
+    Args:
+        fn: the callback.
+        batched: call once per batch instead of once per frame.
+        meta: pass the per-frame metadata as a third argument.
+
+    Raises:
+        TypeError: ``fn`` is not callable.
     """
 
-    def __init__(self, fn: Callable[..., Any], *, batched: bool = False) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], *, batched: bool = False, meta: bool = False
+    ) -> None:
         if not callable(fn):
             raise TypeError(f"for_each needs a callable, got {type(fn).__name__}")
         self.fn = fn
         self.batched = batched
+        self.meta = meta
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
         if self.batched:
-            self.fn(index, frames)
+            if self.meta:
+                self.fn(index, frames, {k: v.copy() for k, v in meta.items()})
+            else:
+                self.fn(index, frames)
+            return
+        if self.meta:
+            for j, i in enumerate(index.tolist()):
+                self.fn(i, frames[j], {k: _item(v[j]) for k, v in meta.items()})
             return
         for i, frame in zip(index.tolist(), frames, strict=True):
             self.fn(i, frame)
+
+
+def _item(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds; anything else as it is."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 class CollectSink(Sink):
