@@ -7,16 +7,25 @@ frame rate survives a round trip.
 
 Example:
     >>> source = VideoSource("in.mp4", pix_fmt="rgb24", start=100, stop=400)  # doctest: +SKIP
+    >>> same_as_ffmpeg = VideoSource("in.mp4", colour="ffmpeg")  # doctest: +SKIP
 
 Note:
-    Colour conversion can cost more than decoding. For ``yuv420p`` input tagged BT.601
-    or untagged (what swscale also treats as BT.601), the 4:2:0 planes are converted with
-    ``cv2.cvtColor(COLOR_YUV2RGB_I420)``, measured 1.3-1.6x faster than
-    ``to_ndarray(format="rgb24")`` on 720p H.264 (``benchmarks/video_parts.py``). Both use
-    the BT.601 limited-range matrix; they differ only in rounding and chroma upsampling
-    (OpenCV: nearest, swscale: bilinear): up to 5 levels at sharp colour edges, under
-    1 on average. Other inputs (BT.709-tagged, full-range ``yuvj420p``, 4:2:2, 4:4:4,
-    odd sizes) and ``pix_fmt="gray"`` go through swscale.
+    Colour conversion can cost more than decoding. By default (``colour="fast"``) the 4:2:0
+    planes of ``yuv420p`` input tagged BT.601 or untagged (what swscale also treats as
+    BT.601) are converted to rgb24/rgba with ``cv2.cvtColor(COLOR_YUV2RGB_I420)``: 1.0-2.0x
+    the rate of FFmpeg's swscale (``to_ndarray(format="rgb24")``) for the conversion alone,
+    1.3-3.5x for decoding and converting together, on 720p and 640x272 H.264 on 2 busy cores
+    (``benchmarks/colour.py``). Both use the BT.601 limited-range matrix with the same
+    (nearest) chroma, but their pixels differ: by 1 or 2 levels on most of them (more than
+    99.4 % are within 2), because swscale's integer arithmetic comes out about 1 level
+    darker than the exact formula (mean 1.08-1.18 levels off it, OpenCV 0.04-0.05): the two
+    differ by a mean 1.03 levels on bigbuckbunny and 1.15 on bikes, and by up to 16 levels
+    on a few pixels darker than video black (Y below 16, which OpenCV clamps to black before
+    adding the chroma and swscale does not): the maximum is 16 on bigbuckbunny and 3 on
+    bikes (``docs/colour.md``). Pass ``colour="ffmpeg"`` for FFmpeg's own conversion, pixel
+    for pixel what ``frame.to_ndarray(format="rgb24")`` gives. Other inputs (BT.709-tagged,
+    full-range ``yuvj420p``, 4:2:2, 4:4:4, odd sizes) and ``pix_fmt="gray"`` always go
+    through swscale.
 
     A stream whose frame size changes part-way (a concatenated MPEG-TS, a live recording)
     is an error unless ``size=(W, H)`` asks for every frame at one size; then each frame is
@@ -45,6 +54,7 @@ from .yuv import resize_i420_into
 
 PixFmt = Literal["rgb24", "gray", "rgba", "yuv420p"]
 OnCorrupt = Literal["fail", "skip"]
+Colour = Literal["fast", "ffmpeg"]
 
 CHANNELS: dict[str, int] = {"gray": 1, "rgb24": 3, "rgba": 4}
 _I420_TO = {"rgb24": cv2.COLOR_YUV2RGB_I420, "rgba": cv2.COLOR_YUV2RGBA_I420}
@@ -178,6 +188,11 @@ class VideoSource(Source):
         size: ``(width, height)`` to resize every frame to (OpenCV ``INTER_AREA``); by
             default frames keep the stream's size, and a frame of another size (the size
             changed part-way through the stream) raises :class:`MediaError`.
+        colour: how yuv420p becomes ``"rgb24"`` or ``"rgba"``: ``"fast"`` uses OpenCV for
+            BT.601 input (0-2 levels from FFmpeg's result on nearly every pixel, about 1
+            on average, up to 16 below video black; see the module's note), ``"ffmpeg"``
+            uses FFmpeg's swscale for every frame, exactly as
+            ``frame.to_ndarray(format="rgb24")`` does.
 
     Attributes:
         skipped: indices of the frames left out with ``on_corrupt="skip"``.
@@ -203,8 +218,10 @@ class VideoSource(Source):
         on_corrupt: OnCorrupt = "fail",
         threads: bool | int = True,
         size: tuple[int, int] | None = None,
+        colour: Colour = "fast",
     ) -> None:
         _check_choice("pix_fmt", pix_fmt, (*CHANNELS, "yuv420p"))
+        _check_choice("colour", colour, ("fast", "ffmpeg"))
         _check_choice("on_corrupt", on_corrupt, ("fail", "skip"))
         if start < 0 or (stop is not None and stop < start):
             raise ValueError(f"need 0 <= start <= stop, got start={start}, stop={stop}")
@@ -214,6 +231,7 @@ class VideoSource(Source):
         self.on_corrupt: OnCorrupt = on_corrupt
         self.threads = threads
         self.size = None if size is None else _check_size(size)
+        self.colour: Colour = colour
         self.skipped: list[int] = []
         container, stream = open_video(self.path)
         try:
@@ -445,6 +463,7 @@ class VideoSource(Source):
         code = _I420_TO.get(self.pix_fmt)
         if (
             code is not None
+            and self.colour == "fast"
             and frame.format.name == "yuv420p"
             and frame.colorspace in _BT601
             and frame.width % 2 == 0
