@@ -69,7 +69,7 @@ def test_an_interrupted_wait_loses_no_group(tmp_path, monkeypatch):
     writer = StoreWriter(path, SPEC, workers=1)
     for group in data[:2]:
         writer.write_group(group)
-    head = writer._pending[0]
+    head = writer._pending[0][0]
 
     def interrupted(timeout=None):
         raise KeyboardInterrupt

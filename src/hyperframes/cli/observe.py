@@ -123,11 +123,12 @@ def add_long_options(
 
 
 def observed_run(
-    args: argparse.Namespace, pipeline: Pipeline, label: str
+    args: argparse.Namespace, pipeline: Pipeline, label: str, *, memory: int | None = None
 ) -> tuple[RunReport, dict[str, Any]]:
     """Run ``pipeline`` with the progress bar and every monitor the options ask for
     (``--metrics-port``, ``--report``, ``--plot-dir``, ``--view``); returns the report and
-    what was written where."""
+    what was written where. ``memory`` is the pools' budget when the command divides
+    ``--memory`` itself (``pack``)."""
     from .view import live_monitor_for
 
     observe = monitors_for(args)
@@ -137,7 +138,7 @@ def observed_run(
     try:
         report = pipeline.run(
             progress=bar, monitor=Monitors(parts) if parts else None,
-            memory=getattr(args, "memory", None),
+            memory=memory if memory is not None else getattr(args, "memory", None),
         )  # fmt: skip
     finally:
         bar.finish()

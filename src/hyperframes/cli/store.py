@@ -15,12 +15,14 @@ from typing import Any
 import cv2
 
 from .. import Pipeline
+from ..engine.sizing import default_budget
 from ..errors import StoreCorrupt
 from ..hyper.grouping import GroupingOptions
 from ..io.images import ImageSequenceSink
 from ..io.video import VideoSource
 from ..io.video_sink import VideoSink
 from ..store import FrameStore, StoreSink, StoreWriter, is_store, store_info
+from ..store.sink import plan_pack
 from ..store.source import StoreSource
 from ..store.writer import resume_point
 from .common import positive_int
@@ -80,17 +82,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pack(args: argparse.Namespace) -> int:
-    defaults = GroupingOptions()
-    options = GroupingOptions(
-        threshold=defaults.threshold if args.threshold is None else args.threshold,
-        min_len=defaults.min_len if args.min_len is None else args.min_len,
-        max_len=defaults.max_len if args.max_len is None else args.max_len,
-    )
-    grouping = {"threshold": options.threshold, "min_len": options.min_len,
-                "max_len": options.max_len}  # fmt: skip
     tier = "lossless" if args.psnr is None else "psnr"
     start, complete = resume_point(args.store) if args.resume else (0, False)
     whole = VideoSource(args.input, size=args.size)
+    # grouping: what the user says, else what the resumed store was packed with, else the
+    # defaults, with the longest group fitted to the memory budget (see plan_pack)
+    packed = _packed_grouping(args.store) if args.resume and start else {}
+    defaults = GroupingOptions()
+    threshold = _first(args.threshold, packed.get("threshold"), defaults.threshold)
+    min_len = _first(args.min_len, packed.get("min_len"), defaults.min_len)
+    plan = plan_pack(
+        whole.spec, args.memory or default_budget(), min_len=min_len,
+        max_len=_first(args.max_len, packed.get("max_len"), None), batch_size=args.batch_size,
+    )  # fmt: skip
+    options = GroupingOptions(threshold=threshold, min_len=min_len, max_len=plan.max_len)
+    grouping = {"threshold": threshold, "min_len": min_len, "max_len": plan.max_len}
     if complete or (whole.length is not None and start >= whole.length):
         StoreWriter(  # checks that the store was packed from this input
             args.store, _store_spec(args.store), whole.info, tier=tier, psnr=args.psnr,
@@ -100,15 +106,26 @@ def run_pack(args: argparse.Namespace) -> int:
     source = VideoSource(args.input, start=start, size=args.size)
     sink = StoreSink(
         args.store, tier=tier, psnr=args.psnr, intra=args.intra, grouping=grouping,
-        workers=args.workers, resume=args.resume, overwrite=args.overwrite,
+        workers=args.workers, pending_bytes=plan.pending_bytes, resume=args.resume,
+        overwrite=args.overwrite,
     )  # fmt: skip
     pipeline = (
         Pipeline.from_source(source, batch_size=args.batch_size)
         .group(threshold=options.threshold, min_len=options.min_len, max_len=options.max_len)
         .to(sink)
     )
-    report, _ = observed_run(args, pipeline, "pack")
+    report, _ = observed_run(args, pipeline, "pack", memory=plan.pools)
     return _print_pack(args, report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _packed_grouping(path: str) -> dict[str, Any]:
+    """The grouping options a partial store was packed with ({} when it records none)."""
+    with FrameStore(path, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
+        return dict(store.header.grouping or {})
 
 
 def _store_spec(path: str) -> Any:

@@ -128,6 +128,12 @@ class Plan:
     why: str
 
 
+def auto_batch(spec: FrameSpec) -> int:
+    """The batch size :func:`plan_run` starts from for frames of ``spec`` (before the budget
+    and the input's length may lower it)."""
+    return _pow2_floor(max(1, TARGET_SLOT_BYTES // max(1, spec.nbytes)), MAX_AUTO_BATCH)
+
+
 def plan_run(
     spec: FrameSpec,
     *,
@@ -160,7 +166,7 @@ def plan_run(
         sizes = [check_batch_size(batch_size)]
         why = "set by the caller"
     else:
-        top = _pow2_floor(max(1, TARGET_SLOT_BYTES // frame), MAX_AUTO_BATCH)
+        top = auto_batch(spec)
         if length is not None and length > 0:
             top = min(top, _pow2_ceil(length))
         sizes = [1 << k for k in range(top.bit_length() - 1, -1, -1)]
@@ -181,6 +187,8 @@ def plan_run(
                 why = f"the largest power of two whose {need} slots fit the budget"
             return Plan(size, need, pool, budget, why)
     what = f"{need} slots of {size} frame{'s' if size > 1 else ''} of {spec.describe()}"
+    if hold:
+        what += f", {hold} of them held back by ordered stages (a grouping's max_len, a window)"
     fix = (
         "pass a smaller batch_size= or a larger memory="
         if batch_size is not None

@@ -16,15 +16,77 @@ Example:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..engine.frames import FrameSpec
+from ..engine.sizing import auto_batch
 from ..errors import StoreError
+from ..hyper.grouping import DEFAULT_MAX_LEN
 from ..io.base import Sink
 from .writer import StoreWriter
+
+ENCODING_COST = 3
+"""Bytes a group being encoded takes, in units of its frames' bytes (the frames and the
+encoder's working memory; ``encode_group`` of 11 4K frames peaked at 1.9x the group)."""
+
+
+@dataclass(frozen=True)
+class PackPlan:
+    """How a pack divides its memory budget (see :func:`plan_pack`).
+
+    Attributes:
+        max_len: the longest hyperframe.
+        pools: the budget for the run's frame pools (``Pipeline.run(memory=)``).
+        pending_bytes: what the writer may hold of groups being encoded.
+    """
+
+    max_len: int
+    pools: int
+    pending_bytes: int
+
+
+def plan_pack(
+    spec: FrameSpec,
+    budget: int,
+    *,
+    min_len: int,
+    max_len: int | None = None,
+    batch_size: int | None = None,
+) -> PackPlan:
+    """Fit a pack into ``budget`` bytes: the pools, the sink's group buffer and the groups
+    queued for encoding all hold whole frames, so the longest hyperframe follows the bytes.
+
+    The grouping stage holds up to ``max_len + min_len`` frames (plus a few batches) in
+    the pool, the sink copies the group it is filling, and the writer holds at least one
+    group while it is encoded, with the encoder's working memory (measured: about twice
+    the group's bytes): about ``5 * max_len`` frames in all. Without ``max_len`` the
+    default (60) is lowered until they fit: a 1 GiB budget gives 60 at 720p, 33 at
+    1080p and 6 at 4K. The interpreter and the decoder (about 0.3 GB at 4K) are not in
+    the budget.
+
+    Raises:
+        MemoryError: the budget cannot hold groups of ``max_len`` (or of ``min_len``).
+    """
+    frame = max(1, spec.nbytes)
+    batch = batch_size or auto_batch(spec)
+    fixed = min_len + 7 * batch  # held batches' slack, the workers', source's and sink's
+    fits = (budget // frame - fixed) // (2 + ENCODING_COST)
+    longest = min(DEFAULT_MAX_LEN, fits) if max_len is None else max_len
+    if longest < max(1, min_len) or longest > fits:
+        need = ((2 + ENCODING_COST) * max(longest, min_len, 1) + fixed) * frame
+        raise MemoryError(
+            f"a memory budget of {budget >> 20} MiB cannot pack hyperframes of "
+            f"{max(longest, min_len)} frames of {spec.describe()}; pass memory= of at least "
+            f"{-(-need >> 20)}MiB or a smaller max_len="
+        )
+    buffer = longest * frame
+    pools = (longest + fixed) * frame
+    pending = max(buffer, (budget - pools - buffer) // ENCODING_COST)
+    return PackPlan(longest, budget - buffer - ENCODING_COST * pending, pending)
 
 
 class StoreSink(Sink):
@@ -39,6 +101,8 @@ class StoreSink(Sink):
             slower; see :class:`~hyperframes.store.writer.StoreWriter`).
         grouping: the grouping options, recorded in the header (and checked on resume).
         workers: encoding threads.
+        pending_bytes: the most bytes of frames the writer holds while groups are encoded
+            (see :func:`plan_pack`); by default up to ``2 * workers`` groups.
         resume: continue a partial store; the source must start at its first missing frame.
         overwrite: replace an existing store.
 
@@ -57,13 +121,14 @@ class StoreSink(Sink):
         intra: str = "gradient",
         grouping: dict[str, Any] | None = None,
         workers: int = 2,
+        pending_bytes: int | None = None,
         resume: bool = False,
         overwrite: bool = False,
     ) -> None:
         self.path = Path(path)
         self.options: dict[str, Any] = dict(
             tier=tier, psnr=psnr, level=level, intra=intra, grouping=grouping, workers=workers,
-            resume=resume, overwrite=overwrite,
+            pending_bytes=pending_bytes, resume=resume, overwrite=overwrite,
         )  # fmt: skip
         self._writer: StoreWriter | None = None
         self._buffer: np.ndarray | None = None

@@ -67,6 +67,9 @@ class StoreWriter:
             pack; lossless uint8 RGB only, other frames use the gradient).
         grouping: the grouping options, recorded in the header.
         workers: encoding threads (zstd releases the GIL).
+        pending_bytes: the most bytes of queued groups' frames the writer holds while they
+            are encoded (at least one group is always accepted); by default up to
+            ``2 * workers`` groups, whatever their size.
         resume: continue a partial store with the same settings.
         overwrite: replace an existing store at ``path``.
 
@@ -88,6 +91,7 @@ class StoreWriter:
         intra: str = "gradient",
         grouping: dict[str, Any] | None = None,
         workers: int = 2,
+        pending_bytes: int | None = None,
         resume: bool = False,
         overwrite: bool = False,
     ) -> None:
@@ -125,8 +129,10 @@ class StoreWriter:
             raise
         self.resumed_from = self.state.frames
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="hf-store-encode")
-        self._pending: collections.deque[Future[_Encoded]] = collections.deque()
+        self._pending: collections.deque[tuple[Future[_Encoded], int]] = collections.deque()
         self._limit = 2 * workers
+        self._held_limit = pending_bytes
+        self._held = 0  # bytes of frames in self._pending
         self._next_first = self.state.frames
         self._closed = False
 
@@ -159,10 +165,13 @@ class StoreWriter:
         if times.shape != (count,):
             raise ValueError(f"pts must have one value per frame, got shape {times.shape}")
         first, self._next_first = self._next_first, self._next_first + count
-        while len(self._pending) >= self._limit:
-            self._commit(self._pending[0].result())
-            self._pending.popleft()
-        self._pending.append(self._pool.submit(self._encode, frames, times, first))
+        while self._pending and (
+            len(self._pending) >= self._limit
+            or (self._held_limit is not None and self._held + frames.nbytes > self._held_limit)
+        ):
+            self._commit_first()
+        self._pending.append((self._pool.submit(self._encode, frames, times, first), frames.nbytes))
+        self._held += frames.nbytes
 
     def flush(self) -> None:
         """Commit every queued group, in order.
@@ -172,8 +181,14 @@ class StoreWriter:
         commits it and those after it, or none of them.
         """
         while self._pending:
-            self._commit(self._pending[0].result())
-            self._pending.popleft()
+            self._commit_first()
+
+    def _commit_first(self) -> None:
+        """Commit the oldest queued group; it leaves the queue only once committed."""
+        future, nbytes = self._pending[0]
+        self._commit(future.result())
+        self._pending.popleft()
+        self._held -= nbytes
 
     def close(self, *, complete: bool = True) -> fmt.StoreState:
         """Commit what is queued and close; ``complete=False`` keeps the store resumable.
@@ -197,7 +212,7 @@ class StoreWriter:
                 )
         finally:
             self._closed = True
-            for future in self._pending:
+            for future, _ in self._pending:
                 future.cancel()
             self._pool.shutdown(wait=True)
             self._unlock()

@@ -1,0 +1,120 @@
+"""Memory follows the frames' bytes: runs at 4K in fresh processes, peak RSS asserted.
+
+Each run happens in its own interpreter so that its peak RSS is its own; the figure
+compared is the peak over the interpreter's own baseline (imports and the test's frames).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+MIB = 1 << 20
+
+CHILD = r"""
+import json, resource, sys
+import numpy as np
+import hyperframes as hf
+
+job = json.loads(sys.argv[1])
+h, w = job["shape"]
+bank = np.random.default_rng(0).integers(0, 256, (2, h, w, 3), dtype=np.uint8)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+def invert(frames):
+    if job["new_arrays"]:
+        return 255 - frames
+    np.bitwise_not(frames, out=frames)
+    return frames
+
+report = (
+    hf.Pipeline.from_generator(lambda i: bank[i % 2], count=job["frames"],
+                               spec=hf.FrameSpec((h, w, 3)), workers=2)
+    .map(invert, workers=2)
+    .run(memory=job["memory"])
+)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"over": peak - base, "batch": report.batch_size, "budget": report.memory_budget,
+                  "pools": report.pool_bytes, "frames": report.frames}))
+"""
+
+
+def run_child(**job: object) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(job)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("new_arrays", [False, True], ids=["in-place", "new-arrays"])
+def test_4k_at_defaults_stays_under_one_gib(new_arrays):
+    got = run_child(shape=(2160, 3840), frames=40, memory=None, new_arrays=new_arrays)
+    assert got["frames"] == 40 and got["batch"] == 1
+    assert got["pools"] <= got["budget"] <= 1 << 30
+    assert got["over"] <= 1 << 30, f"{got['over'] / MIB:.0f} MiB over the baseline"
+
+
+def test_a_budget_of_300_mib_holds():
+    got = run_child(shape=(2160, 3840), frames=40, memory="300MiB", new_arrays=False)
+    assert got["budget"] == 300 * MIB and got["pools"] <= 300 * MIB
+    assert got["over"] <= (300 + 120) * MIB, f"{got['over'] / MIB:.0f} MiB over the baseline"
+
+
+def test_a_budget_too_small_for_one_frame_per_slot_fails_before_anything_starts(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "hyperframes", "render", "numpy:zeros", "out.mp4", "--frames", "4",
+         "--size", "3840x2160", "--memory", "20MiB"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "memory budget of 20 MiB cannot hold" in done.stderr
+    assert "--memory" in done.stderr and not list(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def clip_4k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("k4") / "k4.mp4"
+    y, x = np.mgrid[0:2160, 0:3840]
+    noise = np.random.default_rng(0).integers(0, 16, (2160, 3840, 3), dtype=np.uint8)
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 3840, 2160, "yuv420p"
+        stream.options = {"preset": "ultrafast", "crf": "18"}
+        for i in range(24):
+            image = np.dstack([(x // 8 + 3 * i) % 256, (y // 8) % 256, (x + y) // 16 % 256])
+            frame = av.VideoFrame.from_ndarray(image.astype(np.uint8) + noise, format="rgb24")
+            frame.pts = i
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    return path
+
+
+def test_pack_at_4k_follows_the_budget(clip_4k, tmp_path):
+    """The pools, the sink's group buffer and the groups being encoded all count."""
+    script = (
+        "import resource, sys\n"
+        "from hyperframes.cli import main\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+        "code = main(sys.argv[1:])\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+        "print(peak - base)\n"
+        "sys.exit(code)\n"
+    )
+    store = tmp_path / "k4.hfs"
+    done = subprocess.run(
+        [sys.executable, "-c", script, "pack", str(clip_4k), str(store), "--memory", "512MiB",
+         "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary, over = done.stdout.strip().splitlines()
+    assert json.loads(summary)["frames"] == 24
+    # 512 MiB of frames, plus the decoder's and the codec's own buffers (about 300 MiB)
+    assert int(over) <= (512 + 320) * MIB, f"{int(over) / MIB:.0f} MiB over the baseline"
