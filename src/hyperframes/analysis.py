@@ -177,16 +177,17 @@ def analyze(
 
     grouped = sink.grouped_bytes / sink.raw_bytes if sink.raw_bytes else math.nan
     independent = sink.independent_bytes / sink.raw_bytes if sink.raw_bytes else math.nan
-    saving = 1 - sink.grouped_bytes / sink.independent_bytes if sink.independent_bytes else 0.0
+    saving = 0.0
+    if sink.independent_bytes:  # one division: exactly 0.1 when 10 % smaller, not 1 - 0.9
+        saving = (sink.independent_bytes - sink.grouped_bytes) / sink.independent_bytes
     worthwhile = bool(sink.raw_bytes) and saving >= WORTHWHILE_SAVING
     if not sink.raw_bytes:
         reason = "no frames to measure"
     else:
         reason = (
             f"on {sink.sampled_groups} sampled hyperframes ({sink.sampled_frames} frames) the "
-            f"hyperframe codec stores {grouped:.1%} of raw vs {independent:.1%} for zstd per "
-            f"frame: {saving:.0%} smaller "
-            f"({'pays off' if worthwhile else f'under the {WORTHWHILE_SAVING:.0%} that pays off'})"
+            f"hyperframe codec stores {percent(grouped)} of raw vs {percent(independent)} for "
+            f"zstd per frame: {verdict(saving)}"
         )
     analysis = Analysis(
         frames=sink.frames,
@@ -205,14 +206,51 @@ def analyze(
         estimate={
             "sampled_hyperframes": sink.sampled_groups,
             "sampled_frames": sink.sampled_frames,
-            "stored_ratio": round(grouped, 4) if sink.raw_bytes else None,
-            "per_frame_zstd_ratio": round(independent, 4) if sink.raw_bytes else None,
-            "saving_vs_per_frame": round(saving, 4),
+            # unrounded: a ratio of a mostly black clip is far below 1e-4, and a saving
+            # rounded to 0.1 could be under the threshold
+            "stored_ratio": grouped if sink.raw_bytes else None,
+            "per_frame_zstd_ratio": independent if sink.raw_bytes else None,
+            "saving_vs_per_frame": saving,
+            "worthwhile_saving": WORTHWHILE_SAVING,
         },
         threshold=threshold if threshold is not None else GroupingOptions().threshold,
         distances=sink.distances,
     )
     return analysis, report
+
+
+def percent(share: float, *, digits: int = 3, unlike: float | None = None) -> str:
+    """``share`` as a percentage with ``digits`` significant digits: ``0.153`` gives
+    ``"15.3%"``, ``0.000123`` gives ``"0.0123%"``, so a small share never prints as 0.
+
+    Args:
+        share: the value, 1.0 being 100 %.
+        digits: significant digits (whole numbers keep all theirs: ``"100%"``).
+        unlike: a value ``share`` must not look equal to unless it is: more digits are
+            shown until the two print differently (``0.09996`` unlike ``0.1`` gives
+            ``"9.996%"``, not ``"10.0%"``).
+    """
+    value = share * 100
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}%"
+    shown = float(f"{value:.{digits}g}")  # 9.996 -> 10.0: count digits after the carry
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(shown))))
+    if unlike is not None and share != unlike:
+        other = unlike * 100
+        while round(value, decimals) == round(other, decimals) and decimals < 12:
+            decimals += 1
+    return f"{value:.{decimals}f}%"
+
+
+def verdict(saving: float) -> str:
+    """How much smaller the hyperframe codec stores the sample than zstd per frame, and
+    which side of :data:`WORTHWHILE_SAVING` that is (compared unrounded, printed so that
+    it shows), e.g. ``"9.96% smaller (under the 10% that pays off)"``."""
+    bar = percent(WORTHWHILE_SAVING, digits=2)
+    if saving < 0:
+        return f"{percent(-saving)} larger (hyperframes pay off from {bar} smaller)"
+    side = "at least" if saving >= WORTHWHILE_SAVING else "under"
+    return f"{percent(saving, unlike=WORTHWHILE_SAVING)} smaller ({side} the {bar} that pays off)"
 
 
 def plot_timeline(analysis: Analysis, path: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..analysis import analyze, plot_timeline
+from ..analysis import analyze, percent, plot_timeline
 from ..io.video import VideoSource
 from .common import batch_size, positive_int, progress_for
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     mse = result.mse
     print(
         f"{result.frames} frames -> {result.hyperframes} hyperframes "
-        f"(mean length {result.mean_length:.1f}, merge rate {result.merge_rate:.1%}) "
+        f"(mean length {result.mean_length:.1f}, merge rate {percent(result.merge_rate)}) "
         f"at threshold {result.threshold:g}"
     )
     print(f"adjacent MSE: median {mse['median']:.3g}, p90 {mse['p90']:.3g}, max {mse['max']:.3g}")
