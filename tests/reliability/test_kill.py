@@ -1,26 +1,50 @@
-"""kill -9 of ``pack``, ``transcode`` and ``render`` at random moments (short form).
+"""kill -9 of whole commands mid-run, at random moments after their first output (short form).
 
-``benchmarks/kill_trials.py`` runs the same trials at 20+ moments per command; see it for
-what each trial checks. Here: three moments per command on a 60-frame clip.
+``benchmarks/kill_trials.py`` runs the same trials many times per command; see it for what
+each trial checks. Every trial must land mid-run (a run that finished before the signal
+is tried again with a shorter delay) and its rerun (``pack --resume``) must equal an
+uninterrupted run. Here: one SIGKILL per command on a 120-frame clip; ``slow``: every
+signal twice per command, and two full disks. ``test_interrupt.py`` checks single trials in
+more detail.
 """
 
 from __future__ import annotations
 
-import zlib
+import signal
 from pathlib import Path
 
 import pytest
 
 
-@pytest.mark.parametrize("command", ["pack", "transcode", "render"])
-def test_kill_at_random_moments_leaves_nothing_or_a_resumable_result(
-    command: str, tmp_path: Path, benchmark_module
+def test_kill_9_mid_run_leaves_an_output_that_resumes_or_reruns_equal(
+    tmp_path: Path, benchmark_module
 ) -> None:
     kill_trials = benchmark_module("kill_trials")
-    seed = zlib.crc32(command.encode())
     tallies = kill_trials.trials(
-        (command,), count=3, budget=120, seed=seed, frames=60, root=tmp_path, log=False
-    )
-    tally = tallies[command]
-    assert tally.failures == []
-    assert tally.trials == 3
+        kill_trials.COMMANDS, count=1, signals=(signal.SIGKILL,), seed=9, frames=120,
+        root=tmp_path, log=False,
+    )  # fmt: skip
+    assert set(tallies) == set(kill_trials.COMMANDS)
+    for command, tally in tallies.items():
+        assert tally.failures == [], command
+        assert tally.trials == tally.midway == tally.equal == 1, (command, tally)
+
+
+@pytest.mark.slow
+def test_every_signal_and_a_full_disk_mid_run(tmp_path: Path, benchmark_module) -> None:
+    kill_trials = benchmark_module("kill_trials")
+    tallies = kill_trials.trials(
+        kill_trials.COMMANDS, count=8, enospc=2, seed=10, frames=240, root=tmp_path, log=False,
+        budget=1800,
+    )  # fmt: skip
+    for command, tally in tallies.items():
+        failures = tally.failures
+        if command == "unpack-images ENOSPC":
+            # Known library bug (xfail in test_interrupt.py): libpng's lines on stderr and
+            # no mention of the space; everything else must hold.
+            failures = [f for f in failures if "not one line that mentions space" not in f]
+        assert failures == [], command
+        assert tally.trials == tally.midway, (command, tally)
+        assert tally.equal == tally.trials, (command, tally)
+        if "ENOSPC" not in command:
+            assert tally.trials == 8, (command, tally)
