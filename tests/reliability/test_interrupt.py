@@ -285,15 +285,7 @@ def test_output_onto_a_full_disk_leaves_nothing_and_reruns_once_there_is_room(
     [
         "transcode",
         "unpack",
-        pytest.param(
-            "unpack-images",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="library bug: a full disk under unpack to a folder prints libpng's "
-                "'libpng error: Write Error' lines, then 'OpenCV could not write ...; check "
-                "the disk and params' (the ENOSPC is lost)",
-            ),
-        ),
+        "unpack-images",
     ],
 )
 def test_output_onto_a_full_disk_fails_with_one_line_that_says_so(

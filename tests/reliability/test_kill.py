@@ -38,12 +38,7 @@ def test_every_signal_and_a_full_disk_mid_run(tmp_path: Path, benchmark_module) 
         budget=1800,
     )  # fmt: skip
     for command, tally in tallies.items():
-        failures = tally.failures
-        if command == "unpack-images ENOSPC":
-            # Known library bug (xfail in test_interrupt.py): libpng's lines on stderr and
-            # no mention of the space; everything else must hold.
-            failures = [f for f in failures if "not one line that mentions space" not in f]
-        assert failures == [], command
+        assert tally.failures == [], command
         assert tally.trials == tally.midway, (command, tally)
         assert tally.equal == tally.trials, (command, tally)
         if "ENOSPC" not in command:

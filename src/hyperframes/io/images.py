@@ -362,9 +362,18 @@ class ImageSequenceSink(Sink):
                     self.directory.rmdir()
 
     def _write_one(self, path: Path, image: np.ndarray) -> None:
-        if not cv2.imwrite(str(path), image, self.params):
-            raise MediaError(f"OpenCV could not write {str(path)!r}; check the disk and params")
-        fsync_path(path)
+        # encode in memory, write from Python: a full disk or a failed write is an OSError
+        # that says so (cv2.imwrite only returns False, and libpng prints to stderr)
+        ok, encoded = cv2.imencode(path.suffix, image, self.params)
+        if not ok:
+            raise MediaError(
+                f"OpenCV could not encode a frame as {path.suffix} for {str(path)!r}; "
+                "check the image params"
+            )
+        with open(path, "wb") as out:
+            out.write(encoded.data)
+            out.flush()
+            os.fsync(out.fileno())
 
     def __repr__(self) -> str:
         return f"ImageSequenceSink({str(self.directory)!r}, pattern={self.pattern!r})"
