@@ -401,6 +401,7 @@ def interrupt(
     for attempt in range(1, tries + 1):
         child = start(argv, cwd)
         at_signal = 0.0
+        late = False  # the whole output was written before the moment came: try again
         try:
             # Another process's files: only polling sees them change (no thread to join).
             while not progressed():
@@ -410,7 +411,9 @@ def interrupt(
             if child.poll() is None:
                 time.sleep(delay)  # the random moment itself
                 at_signal = measure()
-                child.send_signal(signum)  # no-op once the child has exited and been reaped
+                late = at_signal >= 1.0
+                if not late:
+                    child.send_signal(signum)  # no-op once the child has exited and been reaped
             elif child.returncode != 0:
                 raise AssertionError(
                     f"hyperframes {argv[0]} exited {child.returncode} before any output: "
@@ -424,7 +427,7 @@ def interrupt(
         left = session_processes(child.pid)
         if left:
             raise AssertionError(f"processes of the interrupted {argv[0]} still run: {left}")
-        if not finished(child.returncode):
+        if not late and not finished(child.returncode):
             return Interrupted(child.returncode, err.strip(), delay, attempt, at_signal)
         reset()
         delay = delay / 4 if attempt < tries - 1 else 0.0

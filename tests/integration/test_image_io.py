@@ -151,6 +151,6 @@ def test_writer_error_surfaces(tmp_path, make_frames):
     for partial in (tmp_path / "w").iterdir():
         partial.rmdir()  # the disk "fails": writes into a vanished folder
     sink.write(make_frames(2), np.arange(2), {})
-    with pytest.raises(MediaError, match="could not write"):
+    with pytest.raises(FileNotFoundError, match=r"frame_000000\.png"):  # the OSError itself
         sink.close(ok=True)
     assert list((tmp_path / "w").iterdir()) == []

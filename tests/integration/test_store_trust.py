@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 from pathlib import Path
 
 import lmdb
@@ -225,32 +224,3 @@ def test_term_and_hup_interrupt_like_ctrl_c(signum):
             pass
     assert isinstance(caught.value, KeyboardInterrupt) and caught.value.signum == signum
     assert signal.getsignal(signum) == before
-
-
-def test_one_pipeline_run_from_two_threads_is_refused_not_split():
-    entered, release = threading.Event(), threading.Event()
-    seen: list[int] = []
-
-    def slow(batch):
-        entered.set()
-        release.wait(10)
-        return batch
-
-    pipeline = (
-        hf.Pipeline.from_frames(np.zeros((16, 4, 4, 3), np.uint8), batch_size=4)
-        .map(slow)
-        .for_each(lambda i, frame: seen.append(i))
-    )
-    first = threading.Thread(target=pipeline.run, name="first-run")
-    first.start()
-    assert entered.wait(10)
-    try:
-        with pytest.raises(RuntimeError, match="already in a run"):
-            pipeline.run()
-    finally:
-        release.set()
-        first.join(10)
-    assert seen == list(range(16))
-    seen.clear()
-    pipeline.run()  # the claim is dropped when a run ends
-    assert seen == list(range(16))

@@ -341,11 +341,15 @@ class Pipeline:
             exporter = PrometheusExporter(port=metrics_port, host=metrics_host)
             monitor = Monitors([exporter] if monitor is None else [exporter, monitor])
         started = time.perf_counter()
-        with exclusive(self.source, self.stages, self.sink):
+        source, sink = self.source.for_run(), self.sink.for_run()
+        shared: dict[str, object] = {"source": source} if source is self.source else {}
+        if sink is self.sink:
+            shared["sink"] = sink
+        with exclusive(**shared):
             runner = Runner(
-                self.source,
+                source,
                 self.stages,
-                self.sink,
+                sink,
                 batch_size=self.batch_size,
                 memory=memory,
                 slots=slots,

@@ -36,6 +36,7 @@ from .frames import Batch, FramePool, check_pool_memory
 from .reorder import ReorderBuffer
 from .sizing import Plan, default_budget, parse_memory, plan_run
 from .stage import Stage
+from .stage_run import StageRun
 
 STOP_GRACE_S = 10.0
 """After a failure, how long to wait for threads still inside user code before giving up on
@@ -78,26 +79,25 @@ _BUSY: set[int] = set()
 
 
 @contextlib.contextmanager
-def exclusive(source: Source, stages: Sequence[Stage], sink: Sink) -> Iterator[None]:
-    """Claim the parts of a run for its duration; a part already in another run is refused.
+def exclusive(**parts: object) -> Iterator[None]:
+    """Claim the named parts of a run (a source, a sink) for its duration.
 
-    Sources, stages and sinks keep per-run state (a decoder, a stream, an output file), so
-    one pipeline run from two threads, or two pipelines sharing a stage, would split the
-    frames between the runs.
+    A part that keeps per-run state of its own (a decoder, an output file) and cannot
+    give each run a copy (``for_run()`` returns itself) serves one run at a time: a
+    second run that starts while the first goes on would split the frames between them.
 
     Raises:
         RuntimeError: a part is in a run that has not finished.
     """
-    parts = [("source", source), *((f"stage {s.name!r}", s) for s in stages), ("sink", sink)]
     with _BUSY_LOCK:
-        for what, part in parts:
+        for what, part in parts.items():
             if id(part) in _BUSY:
                 raise RuntimeError(
-                    f"this pipeline's {what} is already in a run that has not finished; "
-                    "build a separate Pipeline (with its own source and sink) for each "
-                    "concurrent run"
+                    f"this pipeline's {what} ({type(part).__name__}) is already in a run that "
+                    "has not finished, and serves one run at a time; give each concurrent "
+                    "run its own (e.g. a new VideoSource), or wait for the first run"
                 )
-        claimed = {id(part) for _, part in parts}
+        claimed = {id(part) for part in parts.values()}
         _BUSY.update(claimed)
     try:
         yield
@@ -190,8 +190,10 @@ class Runner:
     def _start_stages(self, source: Source) -> FramePool:
         """Start every stage under the executor and allocate the source's pool."""
         plan = self.plan
-        for stage in self.stages:
-            stage.reset(self.executor, batch_size=plan.batch_size, allocate=self._allocate)
+        self.runs = [
+            stage.start(self.executor, batch_size=plan.batch_size, allocate=self._allocate)
+            for stage in self.stages
+        ]
         return FramePool(
             source.spec,
             batch_size=plan.batch_size,
@@ -229,7 +231,7 @@ class Runner:
             pool.cancel()
 
     def _pools(self) -> list[FramePool]:
-        return [self.pool] + [s.out_pool for s in self.stages if s.out_pool is not None]
+        return [self.pool] + [r.out_pool for r in self.runs if r.out_pool is not None]
 
     # -- threads -------------------------------------------------------------------------
 
@@ -268,7 +270,7 @@ class Runner:
             self._fail(exc)
 
     def _worker_loop(self, i: int) -> None:
-        stage, stats = self.stages[i], self.stats[i + 1]
+        stage, run, stats = self.stages[i], self.runs[i], self.stats[i + 1]
         inbox, outbox = self.channels[i], self.channels[i + 1]
         order: ReorderBuffer[Batch] | None = ReorderBuffer() if stage.ordered else None
         try:
@@ -280,14 +282,14 @@ class Runner:
                 batch.hand_over(stage.name)
                 t1 = time.perf_counter()
                 ready = [batch] if order is None else order.push(batch.seq, batch)
-                results = [out for b in ready for out in self._step(stage, b)]
+                results = [out for b in ready for out in self._step(run, b)]
                 t2 = time.perf_counter()
                 for result in results:
                     outbox.put(result)
                 t3 = time.perf_counter()
                 stats.add(frames=batch.count, busy=t2 - t1, wait_in=t1 - t0, wait_out=t3 - t2)
-            if stage.stream is not None and self._error is None:
-                for result in stage.stream.finish():
+            if run.stream is not None and self._error is None:
+                for result in run.stream.finish():
                     outbox.put(result)
         except BaseException as exc:
             self._fail(exc)
@@ -298,15 +300,15 @@ class Runner:
             if last:
                 outbox.close()
 
-    def _step(self, stage: Stage, batch: Batch) -> list[Batch]:
+    def _step(self, run: StageRun, batch: Batch) -> list[Batch]:
         try:
-            if stage.stream is not None:
-                return stage.stream.push(batch)
-            return [stage.apply(batch, slots=self.slots, dead=self.dead)]
+            if run.stream is not None:
+                return run.stream.push(batch)
+            return [run.apply(batch, slots=self.slots, dead=self.dead)]
         except FramesFailed:
             raise
         except BaseException as exc:
-            exc.add_note(f"in stage {stage.name!r}, {batch.describe()}")
+            exc.add_note(f"in stage {run.name!r}, {batch.describe()}")
             raise
 
     # -- the caller's thread: the sink ---------------------------------------------------
@@ -337,8 +339,8 @@ class Runner:
                 self._fail(exc)
             finally:
                 self._join(threads)
-                for stage in self.stages:
-                    stage.finish()
+                for run in self.runs:
+                    run.finish()
                 for batch in self._reorder.drain():
                     batch.release()
                 if self._error is not None:
@@ -443,7 +445,7 @@ class Runner:
             sizing=self.plan.why,
             output=output,
             failures=tuple(self.dead.snapshot()),
-            extra={s.name: figures for s in self.stages if (figures := s.summary()) is not None},
+            extra={r.name: figures for r in self.runs if (figures := r.summary()) is not None},
         )
 
     def snapshot(self) -> dict[str, Any]:
@@ -493,7 +495,7 @@ class Runner:
             "reorder_depth": len(self._reorder),
             "head_of_line_wait_s": self._hol_wait,
             "failures": len(self.dead.snapshot()),
-            "extra": {s.name: f for s in self.stages if (f := s.summary()) is not None},
+            "extra": {r.name: f for r in self.runs if (f := r.summary()) is not None},
         }
 
     def leaks(self) -> dict[str, int]:

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -65,6 +66,10 @@ class ArraySource(Source):
         self.length = len(frames)
         self.info = {"source": "array", "frames": self.length}
         self._next = 0
+
+    def for_run(self) -> Source:
+        """A copy with its own position: several runs may read the same frames at once."""
+        return copy.copy(self)
 
     def open(self) -> None:
         self._next = 0
@@ -136,6 +141,10 @@ class IndexSource(Source):
         self.count = self.length = count
         self.info = {"source": "generator", "frames": count}
         self._next = 0
+
+    def for_run(self) -> Source:
+        """A copy with its own position: several runs may read the same frames at once."""
+        return copy.copy(self)
 
     def open(self) -> None:
         self._next = 0

@@ -62,6 +62,15 @@ class Source(ABC):
     def open(self) -> None:  # noqa: B027 - optional hook
         """Acquire resources (files, decoders); called once before the first read."""
 
+    def for_run(self) -> Source:
+        """The source one run reads: ``self`` (the default), or a fresh copy for sources
+        that can be read by several runs at once (an array, a frame generator).
+
+        A run that gets ``self`` has it to itself: a second run that starts before the
+        first ends is refused with a clear error instead of splitting the frames.
+        """
+        return self
+
     @abstractmethod
     def read_into(self, out: np.ndarray) -> Chunk:
         """Write up to ``len(out)`` next frames into ``out`` and say which they were.
@@ -91,6 +100,11 @@ class Sink(ABC):
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Called once with the spec of the frames it will receive and the source's info."""
+
+    def for_run(self) -> Sink:
+        """The sink one run writes: ``self`` (the default; one run at a time), or a fresh
+        copy for sinks that several runs may feed at once (a callback)."""
+        return self
 
     @abstractmethod
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:

@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,11 @@ class CallbackSink(Sink):
         self.batched = batched
         self.meta = meta
 
+    def for_run(self) -> Sink:
+        """Itself, shared: several runs may call the same function at once (a new object,
+        so no run's claim stops another)."""
+        return copy.copy(self)
+
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
         if self.batched:
             if self.meta:
@@ -86,6 +92,9 @@ class CollectSink(Sink):
         self._parts: list[np.ndarray] = []
         self._spec: FrameSpec | None = None
 
+    def for_run(self) -> Sink:
+        return CollectSink()  # each run collects its own frames
+
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         self._parts = []
         self._spec = spec
@@ -105,6 +114,9 @@ class CollectSink(Sink):
 
 class NullSink(Sink):
     """Drops every frame (to measure the line itself)."""
+
+    def for_run(self) -> Sink:
+        return NullSink()
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
         return None

@@ -1,0 +1,227 @@
+"""One run's state of a stage: the call with retries and fallback, and where results land.
+
+A :class:`~hyperframes.engine.stage.Stage` is a frozen description; :meth:`Stage.start`
+makes a :class:`StageRun` for one run, which the runner owns and drops at the end. It
+holds the stream or strategy of that run, the function as the run's executor runs it,
+and the stage's output pool once a result of another shape needs one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import StageError
+from .faults import DeadLetters, FaultPolicy
+from .frames import Batch, FramePool, FrameSpec
+from .stage import Stage, Strategy, Stream
+
+
+class StageRun:
+    """The state of ``stage`` in one run. Made by :meth:`Stage.start`."""
+
+    def __init__(
+        self,
+        stage: Stage,
+        *,
+        run_fn: Callable[..., Any] | None,
+        stream: Stream | None,
+        strategy: Strategy | None,
+        allocate: Callable[[int, str], Any],
+    ) -> None:
+        self.stage = stage
+        self.name = stage.name
+        self.into = stage.into
+        self.stream = stream
+        self.strategy = strategy
+        self._run_fn = run_fn
+        self._allocate = allocate
+        self._out_pool: FramePool | None = None
+        self._lock = threading.Lock()
+
+    def finish(self) -> None:
+        """End of a run: stop what the strategy started (its threads)."""
+        close = getattr(self.strategy, "close", None)
+        if close is not None:
+            close()
+
+    @property
+    def out_pool(self) -> FramePool | None:
+        return self._out_pool
+
+    def summary(self) -> dict[str, Any] | None:
+        """Stage-specific figures for the run report (grouping, reuse), if any."""
+        for part in (self.stream, self.strategy):
+            if part is not None and hasattr(part, "summary"):
+                figures: dict[str, Any] = part.summary()
+                return figures
+        return None
+
+    def apply(self, batch: Batch, *, slots: int, dead: DeadLetters) -> Batch:
+        """Run the stage on ``batch`` and return the handle of the result (maybe moved)."""
+        if self.strategy is not None:
+            results = self.strategy.run(batch, lambda b: self._compute(b, dead))
+        else:
+            results = self._compute(batch, dead)
+        batch.halo = None
+        return self._land(batch, results, slots=slots)
+
+    # -- calling, with retries and per-frame fallback -----------------------------------
+
+    def _compute(self, batch: Batch, dead: DeadLetters) -> Any:
+        """The results for ``batch``; drops frames that fail for good from it."""
+        policy = self.stage.faults
+        if policy is None and not dead.isolating:
+            return self._call(batch)
+        policy = policy or FaultPolicy()
+        backup = batch.frames.copy()
+        try:
+            return self._call_with_retries(batch, backup, policy)
+        except Exception:
+            if not dead.isolating:
+                raise
+        return self._per_frame(batch, backup, policy, dead)
+
+    def _call(self, batch: Batch) -> Any:
+        if self._run_fn is None:
+            raise RuntimeError(f"stage {self.name!r} has no function to call")
+        result = self.stage.call(self._run_fn, batch)
+        return batch.frames if result is None else result
+
+    def _call_with_retries(self, batch: Batch, backup: np.ndarray, policy: FaultPolicy) -> Any:
+        for attempt in range(policy.retries + 1):
+            try:
+                return self._call(batch)
+            except Exception:
+                np.copyto(batch.frames, backup)
+                if attempt == policy.retries:
+                    raise
+                time.sleep(policy.delay(attempt))
+        raise AssertionError("unreachable")
+
+    def _per_frame(
+        self, batch: Batch, backup: np.ndarray, policy: FaultPolicy, dead: DeadLetters
+    ) -> Any:
+        extended = None if batch.halo is None else batch.extended()
+        kept: list[int] = []
+        parts: list[Any] = []
+        for j in range(batch.count):
+            single = _single(batch, j, backup, extended)
+            try:
+                part = self._call_with_retries(single, single.frames.copy(), policy)
+            except Exception as exc:
+                exc.add_note(f"in stage {self.name!r}, frame {int(batch.index[j])} alone")
+                dead.add(self.name, int(batch.index[j]), exc)
+                continue
+            kept.append(j)
+            parts.append(part)
+        np.copyto(batch.frames, backup)
+        batch.keep(kept)
+        if self.into is not None:
+            return [value for part in parts for value in _as_list(part, 1, self, batch)]
+        if not parts:
+            return batch.frames
+        return np.concatenate([np.asarray(p) for p in parts])
+
+    # -- landing the results ------------------------------------------------------------
+
+    def _land(self, batch: Batch, result: Any, *, slots: int) -> Batch:
+        if self.into is not None:
+            values = _as_list(result, batch.count, self, batch)
+            batch.meta[self.into] = _as_column(values)
+            return batch
+        if not isinstance(result, np.ndarray):
+            raise StageError(
+                f"stage {self.name!r} returned {type(result).__name__} for {batch.describe()}; "
+                f"a stage function must return an array of {batch.count} frames (or use "
+                "into='name' for per-frame values)"
+            )
+        if result.ndim < 2 or len(result) != batch.count:
+            raise StageError(
+                f"stage {self.name!r} returned an array of shape {result.shape} for "
+                f"{batch.describe()}; expected {batch.count} frames along the first axis"
+            )
+        got = FrameSpec(result.shape[1:], result.dtype)
+        frames = batch.frames
+        if self._out_pool is None and got == batch.pool.spec and self.stage.spec in (None, got):
+            if not (result is frames or _same_memory(result, frames)):
+                np.copyto(frames, result)
+            return batch
+        pool = self._output_pool(got, batch, slots=slots)
+        if got != pool.spec:
+            raise StageError(
+                f"stage {self.name!r} returned frames of {got.describe()} for "
+                f"{batch.describe()}, expected {pool.spec.describe()} (fixed by "
+                f"{'its declared spec' if self.stage.spec else 'its first batch'}); a stage must "
+                "return one shape and dtype for every batch"
+            )
+        slot = pool.acquire(holder=self.name)
+        moved = batch.moved_to(pool, slot)
+        np.copyto(moved.frames, result)
+        return moved
+
+    def _output_pool(self, got: FrameSpec, batch: Batch, *, slots: int) -> FramePool:
+        with self._lock:
+            if self._out_pool is None:
+                spec = self.stage.spec or got
+                size = batch.pool.batch_size
+                what = (
+                    f"stage {self.name!r}'s pool of {slots} slots x {size} frames of "
+                    f"{spec.describe()}"
+                )
+                buffer = None
+                if self._allocate is not None:
+                    buffer = self._allocate(FramePool.bytes_needed(spec, size, slots), what)
+                self._out_pool = FramePool(
+                    spec, batch_size=size, slots=slots, name=self.name, buffer=buffer
+                )
+            return self._out_pool
+
+
+def _single(batch: Batch, j: int, backup: np.ndarray, extended: np.ndarray | None) -> Batch:
+    """Frame ``j`` of ``batch`` as a batch of its own (in a one-slot pool of its own)."""
+    pool = FramePool(batch.pool.spec, batch_size=1, slots=1, name="fallback")
+    slot = pool.acquire(holder="fallback")
+    pool.view(slot)[0] = backup[j]
+    meta = {k: v[j : j + 1] for k, v in batch.meta.items()}
+    halo = None
+    if extended is not None and batch.halo is not None:
+        before, after = len(batch.halo[0]), len(batch.halo[1])
+        halo = (extended[j : j + before], extended[j + before + 1 : j + before + 1 + after])
+    return Batch(batch.seq, batch.index[j : j + 1], pool, slot, meta, halo=halo)
+
+
+def _as_list(result: Any, count: int, stage: StageRun, batch: Batch) -> list[Any]:
+    try:
+        values = list(result)
+    except TypeError:
+        values = None
+    if values is None or len(values) != count:
+        got = "not a sequence" if values is None else f"{len(values)} values"
+        raise StageError(
+            f"stage {stage.name!r} returned {got} for {batch.describe()}; with into= a stage "
+            f"function must return one value per frame ({count})"
+        )
+    return values
+
+
+def _as_column(values: list[Any]) -> np.ndarray:
+    """Per-frame values as one array: numeric when they all are, else ``object``."""
+    if values and all(isinstance(v, int | float | np.number | bool) for v in values):
+        return np.asarray(values)
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    return (
+        a.shape == b.shape
+        and a.dtype == b.dtype
+        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+        and a.strides == b.strides
+    )
