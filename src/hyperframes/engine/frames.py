@@ -262,7 +262,7 @@ class FramePool:
         self._cond = threading.Condition()
         self._free = list(range(self.slots - 1, -1, -1))
         self._holders: dict[int, str] = {}
-        self._cancelled: BaseException | None = None
+        self._cancelled = False
         self.acquired = 0
         self.released = 0
         self.high_water = 0
@@ -304,13 +304,13 @@ class FramePool:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while not self._free:
-                if self._cancelled is not None:
+                if self._cancelled:
                     raise Cancelled("the pipeline stopped") from None
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise PoolExhausted(self._exhausted_message(holder, timeout))
                 self._cond.wait(remaining)
-            if self._cancelled is not None:
+            if self._cancelled:
                 raise Cancelled("the pipeline stopped") from None
             slot = self._free.pop()
             self._holders[slot] = holder
@@ -349,10 +349,10 @@ class FramePool:
             self._cond.notify_all()
             return len(held)
 
-    def cancel(self, reason: BaseException | None = None) -> None:
+    def cancel(self) -> None:
         """Wake every waiter with :class:`Cancelled`; later acquires fail the same way."""
         with self._cond:
-            self._cancelled = reason or Cancelled("the pipeline stopped")
+            self._cancelled = True
             self._cond.notify_all()
 
     def holders(self) -> Mapping[str, int]:

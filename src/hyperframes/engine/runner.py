@@ -32,7 +32,7 @@ from ..io.base import Sink, Source
 from ..metrics.report import RunReport, StageStats
 from .channel import END, Channel
 from .faults import DeadLetters
-from .frames import Batch, FramePool, check_pool_memory
+from .frames import Batch, FramePool, FrameSpec, check_pool_memory
 from .reorder import ReorderBuffer
 from .sizing import Plan, default_budget, parse_memory, plan_run
 from .stage import Stage
@@ -130,6 +130,7 @@ class Runner:
         self.executor = executor or ThreadExecutor()
         self.stages = list(stages)
         self.sink = sink
+        self.stopped = threading.Event()  # set at the first failure: wakes retry back-offs
         try:
             self.plan = self._plan(source, batch_size, slots, memory)
             self.slots = self.plan.slots
@@ -191,7 +192,12 @@ class Runner:
         """Start every stage under the executor and allocate the source's pool."""
         plan = self.plan
         self.runs = [
-            stage.start(self.executor, batch_size=plan.batch_size, allocate=self._allocate)
+            stage.start(
+                self.executor,
+                batch_size=plan.batch_size,
+                allocate=self._allocate,
+                stopped=self.stopped,
+            )
             for stage in self.stages
         ]
         return FramePool(
@@ -225,6 +231,7 @@ class Runner:
         with self._error_lock:
             if self._error is None and not isinstance(exc, Cancelled):
                 self._error = exc
+        self.stopped.set()
         for ch in self.channels:
             ch.cancel()
         for pool in self._pools():
@@ -338,16 +345,9 @@ class Runner:
             except BaseException as exc:
                 self._fail(exc)
             finally:
-                self._join(threads)
-                for run in self.runs:
-                    run.finish()
-                for batch in self._reorder.drain():
-                    batch.release()
-                if self._error is not None:
-                    for pool in self._pools():
-                        pool.release_all()
-                    if self._sink_open:
-                        self.sink.close(ok=False)
+                self._wind_down(threads)
+        except BaseException as exc:  # the monitor or the source could not start
+            self._fail(exc)
         finally:
             try:
                 self.source.close()
@@ -362,6 +362,25 @@ class Runner:
         if self.monitor is not None:
             self.monitor.stop(report)
         return report
+
+    def _wind_down(self, threads: list[threading.Thread]) -> None:
+        """Join every thread, end every stage's run, release every slot and, after a
+        failure, the sink; each step runs even when one before it raised."""
+        self._join(threads)
+        for run in self.runs:
+            try:
+                run.finish()
+            except BaseException as exc:
+                exc.add_note(f"while stage {run.name!r} finished")
+                self._fail(exc)
+        for batch in self._reorder.drain():
+            batch.release()
+        if self._error is not None:
+            for pool in self._pools():
+                pool.release_all()
+            if self._sink_open:
+                self._sink_open = False
+                self.sink.close(ok=False)
 
     def _join(self, threads: list[threading.Thread]) -> None:
         if self._error is None:
@@ -380,9 +399,17 @@ class Runner:
                 f"the failure and were left behind: {', '.join(stuck)}"
             )
 
-    def _open_sink(self, batch_pool: FramePool) -> None:
-        self.sink.open(batch_pool.spec, dict(getattr(self.source, "info", {})))
+    def _open_sink(self, spec: FrameSpec) -> None:
+        self.sink.open(spec, dict(getattr(self.source, "info", {})))
         self._sink_open = True
+
+    def _declared_spec(self) -> FrameSpec:
+        """What the sink would get with no frames to show it: the last spec a stage that
+        replaces frames declares, else the source's."""
+        for stage in reversed(self.stages):
+            if stage.spec is not None and stage.into is None:
+                return stage.spec
+        return self.pool.spec
 
     def _sink_loop(self, start: float) -> int:
         stats, inbox = self.stats[-1], self.channels[-1]
@@ -400,7 +427,7 @@ class Runner:
             for batch in self._reorder.push(item.seq, item):
                 batch.hand_over("sink")
                 if not self._sink_open:
-                    self._open_sink(batch.pool)
+                    self._open_sink(batch.pool.spec)
                 try:
                     if batch.count:
                         self.sink.write(batch.frames, batch.index, batch.meta)
@@ -417,7 +444,7 @@ class Runner:
         if len(self._reorder):
             raise RuntimeError(f"internal error: {len(self._reorder)} batches never came in order")
         if not self._sink_open:  # no frames at all: the sink still opens and closes
-            self._open_sink(self.pool)
+            self._open_sink(self._declared_spec())
         return delivered
 
     def _slowest(self) -> str:

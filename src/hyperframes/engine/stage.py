@@ -16,6 +16,7 @@ reuse of results inside a hyperframe (``engine.reuse``), neighbour frames
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -138,12 +139,14 @@ class Stage:
         *,
         batch_size: int = 1,
         allocate: Callable[[int, str], Any] | None = None,
+        stopped: threading.Event | None = None,
     ) -> StageRun:
         """This stage's state for one run under ``executor``: fresh, with no output pool yet.
 
         ``allocate(nbytes, what)`` makes the block of the run's output pool for this stage,
         if it needs one (the run counts it against its memory budget); by default the
-        executor's ``allocate``.
+        executor's ``allocate``. ``stopped`` is set when the run fails: a retry waiting
+        out its back-off stops waiting.
         """
         from .stage_run import StageRun
 
@@ -157,4 +160,5 @@ class Stage:
             stream=None if self.make_stream is None else self.make_stream(batch_size),
             strategy=None if self.make_strategy is None else self.make_strategy(),
             allocate=allocate or (lambda nbytes, what: executor.allocate(nbytes)),
+            stopped=stopped or threading.Event(),
         )

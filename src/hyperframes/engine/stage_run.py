@@ -9,13 +9,12 @@ and the stage's output pool once a result of another shape needs one.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..errors import StageError
+from ..errors import Cancelled, StageError
 from .faults import DeadLetters, FaultPolicy
 from .frames import Batch, FramePool, FrameSpec
 from .stage import Stage, Strategy, Stream
@@ -32,8 +31,10 @@ class StageRun:
         stream: Stream | None,
         strategy: Strategy | None,
         allocate: Callable[[int, str], Any],
+        stopped: threading.Event,
     ) -> None:
         self.stage = stage
+        self.stopped = stopped
         self.name = stage.name
         self.into = stage.into
         self.stream = stream
@@ -100,7 +101,8 @@ class StageRun:
                 np.copyto(batch.frames, backup)
                 if attempt == policy.retries:
                     raise
-                time.sleep(policy.delay(attempt))
+                if self.stopped.wait(policy.delay(attempt)):  # the run failed meanwhile
+                    raise Cancelled("the pipeline stopped during a retry's back-off") from None
         raise AssertionError("unreachable")
 
     def _per_frame(

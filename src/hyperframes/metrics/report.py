@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -170,18 +169,6 @@ class RunReport:
         if self.output is not None:
             lines.append(f"output: {self.output}")
         return "\n".join(lines)
-
-
-class Stopwatch:
-    """``with Stopwatch() as t: ...`` then ``t.seconds``."""
-
-    def __enter__(self) -> Stopwatch:
-        self._start = time.perf_counter()
-        self.seconds = 0.0
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = time.perf_counter() - self._start
 
 
 def _json_ready(value: Any) -> Any:

@@ -1,0 +1,111 @@
+"""The runner winds down whatever fails: monitors stop, slots and sinks are released,
+retries stop waiting, and an empty run tells the sink the shape its stages declare."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import hyperframes as hf
+from hyperframes.engine.stage import Stage
+from hyperframes.io.base import Chunk, Sink, Source
+
+
+class Watch:
+    def __init__(self):
+        self.started = self.stopped = 0
+
+    def start(self, snapshot):
+        self.started += 1
+
+    def stop(self, report):
+        self.stopped += 1
+
+
+class BrokenOpen(Source):
+    def __init__(self):
+        self.spec, self.length, self.info = hf.FrameSpec((2, 2, 3)), 4, {}
+
+    def open(self):
+        raise OSError("the camera is unplugged")
+
+    def read_into(self, out):
+        return Chunk(np.arange(0))
+
+
+def test_a_monitor_is_stopped_when_the_source_cannot_open():
+    watch = Watch()
+    with pytest.raises(OSError, match="unplugged"):
+        hf.Pipeline.from_source(BrokenOpen()).run(monitor=watch)
+    assert (watch.started, watch.stopped) == (1, 1)
+
+
+class Recording(Sink):
+    def __init__(self):
+        self.spec = None
+        self.closed: list[bool] = []
+
+    def open(self, spec, info):
+        self.spec = spec
+
+    def write(self, frames, index, meta):
+        pass
+
+    def close(self, *, ok):
+        self.closed.append(ok)
+
+
+def test_a_failing_finish_still_releases_the_sink():
+    class BadStrategy:
+        def run(self, batch, compute):
+            return compute(batch)
+
+        def summary(self):
+            return {}
+
+        def close(self):
+            raise RuntimeError("strategy could not stop")
+
+    sink = Recording()
+    stage = Stage("odd", lambda f: f, make_strategy=BadStrategy)
+    source = hf.Pipeline.from_frames(np.zeros((8, 2, 2, 3), np.uint8)).source
+    with pytest.raises(RuntimeError, match="could not stop") as caught:
+        hf.Pipeline(source, 4, (stage,), sink).run()
+    assert "while stage 'odd' finished" in " ".join(caught.value.__notes__)
+    assert sink.closed == [True]  # it had finished; nothing was left open
+
+
+def test_a_retry_back_off_stops_when_the_run_fails():
+    seen = threading.Event()
+
+    def second_batch_fails(frames):
+        if seen.is_set():
+            raise KeyError("the other stage broke")
+        seen.set()
+        return frames
+
+    def flaky(frames):
+        raise ValueError("always")
+
+    start = time.monotonic()
+    with pytest.raises(KeyError, match="other stage"):
+        hf.Pipeline.from_frames(np.zeros((4, 2, 2, 3), np.uint8), batch_size=2).map(
+            second_batch_fails
+        ).map(flaky, retries=3, backoff=30.0).run()  # back-offs of 30, 60 and 120 s
+    assert not any(t.name.startswith("hf-") for t in threading.enumerate())  # none left behind
+    assert time.monotonic() - start < 5  # not STOP_GRACE_S (10 s) waiting on a sleeper
+
+
+def test_an_empty_run_opens_the_sink_with_the_declared_shape():
+    sink = Recording()
+    spec = hf.FrameSpec((1, 1, 3))
+    (
+        hf.Pipeline.from_frames(np.zeros((0, 4, 4, 3), np.uint8))
+        .map(lambda f: f[:, :1, :1], spec=spec)
+        .to(sink)
+        .run()
+    )
+    assert sink.spec == spec and sink.closed == [True]
