@@ -35,7 +35,7 @@ def test_the_longest_allowed_chain_parses_quickly(order: str) -> None:
     data = _header(refs)
     head, seconds = _timed_parse(data)
     assert head.count == n
-    assert seconds < 1.0, f"parsing a {n}-record chain took {seconds:.2f} s"
+    assert seconds < 5.0, f"parsing a {n}-record chain took {seconds:.2f} s"  # quadratic: 62 s
     deepest = n - 1 if order == "forward" else 0
     assert head.chain(deepest)[0] == (0 if order == "forward" else n - 1)
     assert len(head.chain(deepest)) == n
@@ -49,7 +49,7 @@ def test_a_cycle_at_the_end_of_a_long_chain_is_refused_quickly() -> None:
     start = time.perf_counter()
     with pytest.raises(StoreCorrupt, match="references form a cycle"):
         fmt.parse_header(_header(refs))
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 5.0  # generous: a loaded 2-core machine
 
 
 @pytest.mark.parametrize(
