@@ -1,16 +1,15 @@
 """Decoding an encoded group: records along their reference chains, band by band.
 
-A banded group (see ``codec``) decodes each band on its own, on a process-wide pool of a
-few threads; a group without bands is one band of all rows, decoded in the caller's thread.
+A banded group (see ``codec``) decodes each band on its own: on the thread pool the
+caller passes (a :class:`~hyperframes.store.FrameStore` owns one for its lifetime), or
+one band after another in the caller's thread. The codec starts no threads of its own.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 
 import numpy as np
 import zstandard as zstd
@@ -20,33 +19,15 @@ from . import _format as fmt
 from ._lossy import dequantise
 from ._pixels import as_uint, ungradient, unrct, webp_decode
 
-POOL_THREADS = 4
-"""Most threads the band pool starts (fewer on fewer cores)."""
 
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _forget_pool() -> None:
-    """In a forked child: the parent's pool threads do not exist here; start afresh."""
-    global _POOL, _POOL_LOCK
-    _POOL, _POOL_LOCK = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool)
-
-
-def each_band(fn: Callable[[int], None], bands: int) -> None:
-    """``fn(band)`` for every band, on a process-wide pool of up to :data:`POOL_THREADS`
-    threads (created on first use and kept, like a BLAS pool; zstd, OpenCV and numpy
-    release the GIL). The first error is raised."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            threads = min(POOL_THREADS, os.cpu_count() or 1)
-            _POOL = ThreadPoolExecutor(threads, thread_name_prefix="hyperframes-codec")
-    for done in [_POOL.submit(fn, band) for band in range(bands)]:
+def each_band(fn: Callable[[int], None], bands: int, pool: Executor | None = None) -> None:
+    """``fn(band)`` for every band: on ``pool`` when given (zstd, OpenCV and numpy release
+    the GIL, so bands decode in parallel), else in this thread. The first error is raised."""
+    if pool is None or bands == 1:
+        for band in range(bands):
+            fn(band)
+        return
+    for done in [pool.submit(fn, band) for band in range(bands)]:
         done.result()
 
 

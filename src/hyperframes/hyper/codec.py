@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -219,12 +220,17 @@ def read_group_info(data: bytes | bytearray | memoryview) -> GroupInfo:
 
 
 def decode_frame(
-    data: bytes | bytearray | memoryview, index: int, *, header: fmt.Header | None = None
+    data: bytes | bytearray | memoryview,
+    index: int,
+    *,
+    header: fmt.Header | None = None,
+    pool: Executor | None = None,
 ) -> np.ndarray:
     """Decode one frame, reading only its own record and its references'.
 
     ``header`` is ``data``'s header when the caller parsed it already (it must come from
-    these very bytes: a store keeps it beside the checksummed record).
+    these very bytes: a store keeps it beside the checksummed record). ``pool`` decodes
+    the bands of a banded group in parallel (else one after another in this thread).
 
     Raises:
         IndexError: ``index`` is outside the group.
@@ -244,15 +250,18 @@ def decode_frame(
         start, stop = header.band_rows(band)
         out[start:stop] = decode_rows(view, header, chain, band)
 
-    each_band(fill, header.bands)
+    each_band(fill, header.bands, pool)
     return out
 
 
 def decode_group(
-    data: bytes | bytearray | memoryview, *, header: fmt.Header | None = None
+    data: bytes | bytearray | memoryview,
+    *,
+    header: fmt.Header | None = None,
+    pool: Executor | None = None,
 ) -> np.ndarray:
-    """Decode every frame of a group into one ``(n, *shape)`` array (``header``: as for
-    :func:`decode_frame`).
+    """Decode every frame of a group into one ``(n, *shape)`` array (``header`` and
+    ``pool``: as for :func:`decode_frame`).
 
     Raises:
         StoreCorrupt: the bytes do not check out.
@@ -267,7 +276,7 @@ def decode_group(
         start, stop = header.band_rows(band)
         out[:, start:stop] = decode_group_rows(view, header, band)
 
-    each_band(fill, header.bands)
+    each_band(fill, header.bands, pool)
     return out
 
 

@@ -155,7 +155,7 @@ class ImageSequenceSource(Source):
     def open(self) -> None:
         """Start the reading threads (also done by the first :meth:`read_into`)."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="imread")
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hf-images-read")
             self._next, self.skipped = 0, []
 
     def read_into(self, out: np.ndarray) -> Chunk:
@@ -306,7 +306,7 @@ class ImageSequenceSink(Sink):
         remove_stale_partials(self.directory)
         owner = f"{PARTIAL_PREFIX}{_host()}-{os.getpid()}-"
         self._temp = Path(tempfile.mkdtemp(prefix=owner, dir=self.directory))
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="imwrite")
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hf-images-write")
         self._spec = spec
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:

@@ -47,6 +47,9 @@ READ_AHEAD_REACH = 8
 """An access within this many frames of the previous one is a local move (playback or
 scrubbing), not a jump."""
 
+BAND_THREADS = 4
+"""Most threads a store decodes the bands of a frame on (fewer on fewer cores)."""
+
 
 def is_local_move(frame: int, last: int | None) -> bool:
     """Whether an access to ``frame`` after one to ``last`` moves by 1..READ_AHEAD_REACH."""
@@ -125,6 +128,8 @@ class FrameStore:
         self._last: int | None = None
         self._inflight: dict[int, Future[list[np.ndarray]]] = {}
         self._pool: ThreadPoolExecutor | None = None
+        self._bands: ThreadPoolExecutor | None = None  # decodes the bands of a frame at once
+        self._bands_pid = os.getpid()
         try:
             with self._begin() as txn:
                 self.header = fmt.parse_header(txn.get(fmt.HEADER_KEY))
@@ -266,12 +271,25 @@ class FrameStore:
 
     # -- lifecycle -----------------------------------------------------------------------
 
+    def _band_pool(self) -> ThreadPoolExecutor:
+        """The threads that decode the bands of one frame in parallel: this store's own,
+        started on first use and shut down by :meth:`close` (anew in a forked child,
+        where the parent's threads do not exist)."""
+        if self._bands is None or self._bands_pid != os.getpid():
+            self._bands_pid = os.getpid()
+            threads = min(BAND_THREADS, os.cpu_count() or 1)
+            self._bands = ThreadPoolExecutor(threads, thread_name_prefix="hf-store-bands")
+        return self._bands
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._bands is not None:
+            self._bands.shutdown(wait=True, cancel_futures=True)
+            self._bands = None
         self.cache.clear()
         _env.release(self.path)
 
@@ -377,7 +395,7 @@ class FrameStore:
         first, stop = self.groups.span(g)
         data, header = self._record(g, cached=cached)
         try:
-            frames = decode_group(data, header=header)
+            frames = decode_group(data, header=header, pool=self._band_pool())
         except StoreCorrupt as exc:
             raise _corrupt(
                 f"group {g} (frames {first}..{stop - 1}): {exc}", range(first, stop)
@@ -412,7 +430,7 @@ class FrameStore:
         if not (self._fits(g) and decodes_group(self.decode, i, self._last, stop - first)):
             try:
                 data, header = self._record(g)
-                frame = decode_frame(data, i - first, header=header)
+                frame = decode_frame(data, i - first, header=header, pool=self._band_pool())
             except StoreCorrupt as exc:
                 raise _corrupt(f"frame {i} (group {g}): {exc}", [i]) from None
             frame = self._check(frame, i, g)
