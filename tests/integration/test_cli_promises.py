@@ -40,10 +40,11 @@ def test_the_shared_options_are_defined_in_one_place():
         ("lower batch_size= or slots=", "lower --batch-size or slots="),
         ("pass size=(320, 240) (--size 320x240 on the command line) to", "pass --size 320x240 to"),
         ("at threshold=0.001", "at threshold=0.001"),  # not a flag of this command: kept
+        ("pass on_corrupt='skip' (--on-corrupt skip) to read", "pass --on-corrupt skip to read"),
     ],
 )
 def test_library_keywords_become_flags(library, cli):
-    flags = {"--overwrite", "--resume", "--pix-fmt", "--batch-size", "--size"}
+    flags = {"--overwrite", "--resume", "--pix-fmt", "--batch-size", "--size", "--on-corrupt"}
     assert cli in as_flags(library, flags)
 
 

@@ -53,7 +53,7 @@ def as_flags(message: str, flags: Collection[str]) -> str:
         return f"{option} {value}"
 
     text = _KEYWORD.sub(flag, message)
-    return re.sub(r"(--[a-z-]+(?: [^ ()]+)?) \(\1 on the command line\)", r"\1", text)
+    return re.sub(r"(--[a-z-]+(?: [^ ()]+)?) \(\1(?: on the command line)?\)", r"\1", text)
 
 
 def add_sizing_options(parser: argparse.ArgumentParser) -> None:
