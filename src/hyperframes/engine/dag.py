@@ -14,6 +14,9 @@ Example:
 
 from __future__ import annotations
 
+import collections
+import graphlib
+import heapq
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -56,10 +59,10 @@ class TaskGraph:
         for key, deps in self._deps.items():
             for dep in set(deps):
                 users[dep].append(key)
-        ready = [k for k in self._fns if waiting[k] == 0]
+        ready = collections.deque(k for k in self._fns if waiting[k] == 0)
         out: list[Hashable] = []
         while ready:
-            key = ready.pop(0)
+            key = ready.popleft()
             out.append(key)
             for user in users[key]:
                 waiting[user] -= 1
@@ -74,21 +77,39 @@ class TaskGraph:
     def run(self, *, workers: int = 1) -> dict[Hashable, Any]:
         """Run every task, at most ``workers`` at once; return ``{key: result}`` in order.
 
-        The first exception stops new tasks from starting, waits for those running, and is
-        raised with a note naming the task.
+        Tasks that are ready together start in the order of :meth:`order`. The first
+        exception stops new tasks from starting, waits for those running, and is raised
+        with a note naming the task.
+
+        Raises:
+            KeyError: a task depends on a task that was never added.
+            CycleError: the dependencies form a cycle; the message lists it.
+
+        Note:
+            Readiness is tracked by :class:`graphlib.TopologicalSorter`, so scheduling costs
+            O(tasks + dependencies) in all, not a scan of every task per completion.
         """
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
-        order = self.order()
+        order = self.order()  # names a missing dependency or a cycle before anything runs
         rank = {k: i for i, k in enumerate(order)}
+        sorter: graphlib.TopologicalSorter[Hashable] = graphlib.TopologicalSorter()
+        for key in order:
+            sorter.add(key, *self._deps[key])
+        sorter.prepare()
+        ready: list[tuple[int, Hashable]] = []  # a heap keyed on rank: ties keep order()
+
+        def admit(keys: Iterable[Hashable]) -> None:
+            for k in keys:
+                heapq.heappush(ready, (rank[k], k))
+
+        admit(sorter.get_ready())
         results: dict[Hashable, Any] = {}
-        remaining = {k: set(d) for k, d in self._deps.items()}
-        ready = sorted((k for k in order if not remaining[k]), key=rank.__getitem__)
         running: dict[Future[Any], Hashable] = {}
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hf-dag") as pool:
             while ready or running:
                 while ready and len(running) < workers:
-                    key = ready.pop(0)
+                    _, key = heapq.heappop(ready)
                     args = [results[d] for d in self._deps[key]]
                     running[pool.submit(self._fns[key], *args)] = key
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -100,12 +121,8 @@ class TaskGraph:
                         error.add_note(f"in task {key!r} of the task graph")
                         raise error
                     results[key] = future.result()
-                    for user in order:
-                        if key in remaining[user]:
-                            remaining[user].discard(key)
-                            if not remaining[user]:
-                                ready.append(user)
-                ready.sort(key=rank.__getitem__)
+                    sorter.done(key)
+                admit(sorter.get_ready())
         return {k: results[k] for k in order}
 
     def _find_cycle(self, stuck: set[Hashable]) -> list[Hashable]:
