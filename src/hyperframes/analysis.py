@@ -2,9 +2,12 @@
 
 One pass through the pipeline (source -> grouping stage -> an analysing sink) gives the
 adjacent-frame MSE of every frame, the hyperframe boundaries, and a measured size
-estimate: a sample of hyperframes spread over the sequence is encoded twice, with the
-hyperframe codec and as independent frames (zstd per frame), so "worthwhile" rests on
-what the codec actually achieves on this input, not on a rule of thumb.
+estimate: a few frames (a strip of their rows, for large frames) of up to ``samples``
+hyperframes spread over the sequence are encoded with the hyperframe codec, whose base and
+deltas give both the grouped size and the size of zstd per frame, so "worthwhile" rests on
+what the codec actually achieves on this input, not on a rule of thumb. The estimate
+encodes at most 16 MiB or 0.5 % of the frames' bytes, whichever is more, on a thread of its
+own (``hyperframes._estimate``); ``samples=0`` turns it off.
 
 Example:
     >>> from hyperframes.io.video import VideoSource
@@ -20,17 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from .engine.frames import FrameSpec
-from .engine.pipeline import Pipeline
+from ._estimate import SamplePlan, SizeSampler, plan_samples
+from .engine.report import RunReport
 from .engine.runner import ProgressFn
-from .hyper.codec import encode_group
+from .frames import FrameSpec
 from .hyper.grouping import GroupingOptions
 from .io.base import Sink, Source
-from .metrics.report import RunReport
-
-SAMPLE_SHARE = 0.02
-"""At most this share of the frames (and at least 32 frames) is encoded for the estimate, so
-the estimate costs a few percent of the pass, not a second pass."""
+from .pipeline import Pipeline
 
 WORTHWHILE_SAVING = 0.10
 """Hyperframes pay off when they store the sample at least this much smaller than zstd per frame."""
@@ -40,7 +39,10 @@ THRESHOLD_RANGE = (1e-4, 3e-3)
 
 @dataclass(frozen=True)
 class Analysis:
-    """The findings of :func:`analyze` (``to_dict()`` gives the JSON keys)."""
+    """The findings of :func:`analyze` (``to_dict()`` gives the JSON keys).
+
+    ``worthwhile`` is ``None`` when the size estimate was turned off (``samples=0``).
+    """
 
     frames: int
     hyperframes: int
@@ -49,7 +51,7 @@ class Analysis:
     mse: dict[str, float]
     boundaries: list[int]
     recommended_threshold: float
-    worthwhile: bool
+    worthwhile: bool | None
     reason: str
     estimate: dict[str, Any] = field(default_factory=dict)
     threshold: float = 0.0
@@ -77,67 +79,41 @@ def recommend_threshold(distances: np.ndarray) -> float:
 
 
 class AnalysisSink(Sink):
-    """Collects distances and boundaries; encodes a spread-out sample of hyperframes.
+    """Collects distances and boundaries, batch by batch; hands the frames to a
+    :class:`~hyperframes._estimate.SizeSampler`, which copies only its few windows and
+    encodes them on a thread of its own."""
 
-    Up to ``samples`` hyperframes, evenly spread, within a budget of 2 % of the frames.
-    """
-
-    def __init__(self, *, expected_frames: int | None, samples: int) -> None:
-        self.samples = samples
-        self._every = max(1, (expected_frames or 0) // max(samples, 1))
-        self._budget = max(32, int(SAMPLE_SHARE * (expected_frames or 30_000)))
+    def __init__(self, plan: SamplePlan) -> None:
+        self.sampler = SizeSampler(plan)
         self._distances: list[np.ndarray] = []
-        self.boundaries: list[int] = []
-        self._next_sample = 0
-        self._group: int | None = None
-        self._sampling = False
-        self._held: list[np.ndarray] = []
+        self._starts: list[np.ndarray] = []
         self.frames = 0
-        self.sampled_groups = 0
-        self.sampled_frames = 0
-        self.raw_bytes = 0
-        self.grouped_bytes = 0
-        self.independent_bytes = 0
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         self.spec = spec
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
+        pos = meta["hf_pos"]
         self._distances.append(meta["distance"].copy())
-        groups = meta["hyperframe"]
-        for j in range(len(index)):
-            group = int(groups[j])
-            if group != self._group:
-                self._close_group()
-                self._group = group
-                self.boundaries.append(int(index[j]))
-                self._sampling = (
-                    self.frames >= self._next_sample and self.sampled_frames < self._budget
-                )
-            if self._sampling:
-                self._held.append(frames[j].copy())
-            self.frames += 1
+        self._starts.append(index[pos == 0].astype(np.int64))
+        self.frames += len(index)
+        self.sampler.feed(frames, pos, meta["hf_len"])
 
     def close(self, *, ok: bool) -> Any:
         if ok:
-            self._close_group()
+            self.sampler.finish()
+        else:
+            self.sampler.abandon()
         return None
+
+    @property
+    def boundaries(self) -> list[int]:
+        """The first frame of every hyperframe, in order."""
+        return np.concatenate(self._starts).tolist() if self._starts else []
 
     @property
     def distances(self) -> np.ndarray:
         return np.concatenate(self._distances) if self._distances else np.empty(0)
-
-    def _close_group(self) -> None:
-        if not self._held:
-            return
-        group = np.stack(self._held)
-        self._held = []
-        self.raw_bytes += group.nbytes
-        self.grouped_bytes += len(encode_group(group).data)
-        self.independent_bytes += len(encode_group(group, layout="independent").data)
-        self.sampled_groups += 1
-        self.sampled_frames += len(group)
-        self._next_sample = self.frames + self._every
 
 
 def analyze(
@@ -146,7 +122,8 @@ def analyze(
     threshold: float | None = None,
     min_len: int | None = None,
     max_len: int | None = None,
-    batch_size: int = 16,
+    batch_size: int | None = None,
+    memory: int | str | None = None,
     samples: int = 12,
     progress: ProgressFn | None = None,
 ) -> tuple[Analysis, RunReport]:
@@ -157,16 +134,30 @@ def analyze(
         threshold: grouping threshold; the measured default when omitted.
         min_len: shortest group (default from :class:`GroupingOptions`).
         max_len: longest group (default from :class:`GroupingOptions`).
-        batch_size: frames per batch.
-        samples: how many hyperframes, spread over the sequence, to encode for the estimate.
+        batch_size: frames per batch; ``None`` sizes it by the frames' bytes.
+        memory: the run's memory budget, as for ``Pipeline.run``.
+        samples: the most hyperframes sampled for the size estimate; 0 turns it off
+            (``worthwhile`` is then ``None``).
         progress: a progress callback, as for ``Pipeline.run``.
+
+    Returns:
+        The findings and the run's report.
+
+    Raises:
+        ValueError: a bad option (``samples`` below 0, a threshold out of range, ...).
+
+    Note:
+        The estimate encodes small windows (a few frames, a strip of their rows) of up to
+        ``samples`` hyperframes spread over the input, at most 16 MiB or 0.5 % of its bytes,
+        whichever is more (see ``hyperframes._estimate``), on a thread of its own, so analyze
+        runs at about the speed of decoding; ``estimate["method"]`` says how it was made.
     """
-    sink = AnalysisSink(expected_frames=source.length, samples=samples)
+    sink = AnalysisSink(plan_samples(source.length, source.spec, samples=samples))
     report = (
         Pipeline.from_source(source, batch_size=batch_size)
         .group(threshold=threshold, min_len=min_len, max_len=max_len)
         .to(sink)
-        .run(progress=progress)
+        .run(memory=memory, progress=progress)
     )
     figures = report.extra.get("group", {})
     distances = sink.distances[1:] if sink.frames else sink.distances
@@ -175,20 +166,23 @@ def analyze(
     def stat(fn: Any) -> float:
         return float(fn(finite)) if len(finite) else 0.0
 
-    grouped = sink.grouped_bytes / sink.raw_bytes if sink.raw_bytes else math.nan
-    independent = sink.independent_bytes / sink.raw_bytes if sink.raw_bytes else math.nan
-    saving = 0.0
-    if sink.independent_bytes:  # one division: exactly 0.1 when 10 % smaller, not 1 - 0.9
-        saving = (sink.independent_bytes - sink.grouped_bytes) / sink.independent_bytes
-    worthwhile = bool(sink.raw_bytes) and saving >= WORTHWHILE_SAVING
-    if not sink.raw_bytes:
+    estimate = sink.sampler.summary()
+    grouped, independent = estimate["stored_ratio"], estimate["per_frame_zstd_ratio"]
+    saving = estimate["saving_vs_per_frame"]
+    worthwhile: bool | None = grouped is not None and saving >= WORTHWHILE_SAVING
+    if samples == 0:
+        worthwhile, reason = None, "not estimated (samples=0)"
+        estimate = {"method": "off"}
+    elif grouped is None:
         reason = "no frames to measure"
     else:
         reason = (
-            f"on {sink.sampled_groups} sampled hyperframes ({sink.sampled_frames} frames) the "
-            f"hyperframe codec stores {percent(grouped)} of raw vs {percent(independent)} for "
-            f"zstd per frame: {verdict(saving)}"
+            f"on {estimate['sampled_hyperframes']} sampled hyperframes ({_encoded(estimate)}) "
+            f"the hyperframe codec stores {percent(grouped)} of raw vs {percent(independent)} "
+            f"for zstd per frame: {verdict(saving)}"
         )
+    if samples:
+        estimate["worthwhile_saving"] = WORTHWHILE_SAVING
     analysis = Analysis(
         frames=sink.frames,
         hyperframes=int(figures.get("hyperframes", 0)),
@@ -203,20 +197,25 @@ def analyze(
         recommended_threshold=recommend_threshold(distances),
         worthwhile=worthwhile,
         reason=reason,
-        estimate={
-            "sampled_hyperframes": sink.sampled_groups,
-            "sampled_frames": sink.sampled_frames,
-            # unrounded: a ratio of a mostly black clip is far below 1e-4, and a saving
-            # rounded to 0.1 could be under the threshold
-            "stored_ratio": grouped if sink.raw_bytes else None,
-            "per_frame_zstd_ratio": independent if sink.raw_bytes else None,
-            "saving_vs_per_frame": saving,
-            "worthwhile_saving": WORTHWHILE_SAVING,
-        },
+        estimate=estimate,
         threshold=threshold if threshold is not None else GroupingOptions().threshold,
         distances=sink.distances,
     )
     return analysis, report
+
+
+def _encoded(estimate: dict[str, Any]) -> str:
+    """What the estimate encoded, e.g. ``"28 of their 420 frames encoded, 1/5 of the rows
+    each; the rest extrapolated"``."""
+    encoded, sampled, strips = (
+        estimate["encoded_frames"],
+        estimate["sampled_frames"],
+        estimate["strips"],
+    )
+    text = f"{encoded} of their {sampled} frames encoded"
+    if strips > 1:
+        text += f", 1/{strips} of the rows each"
+    return text + ("; the rest extrapolated" if sampled > encoded else "")
 
 
 def percent(share: float, *, digits: int = 3, unlike: float | None = None) -> str:

@@ -6,8 +6,12 @@ import av
 import numpy as np
 import pytest
 
-from hyperframes.analysis import recommend_threshold
+import hyperframes._estimate as estimate_module
+from hyperframes._estimate import plan_samples
+from hyperframes.analysis import analyze, recommend_threshold
 from hyperframes.cli import main
+from hyperframes.frames import FrameSpec
+from hyperframes.io.arrays import ArraySource, IterableSource
 
 pytestmark = pytest.mark.usefixtures("no_thread_leak")
 
@@ -78,3 +82,135 @@ def test_analyze_bad_threshold_is_one_line(cut_clip, capsys):
     assert main(["analyze", str(cut_clip), "--threshold", "2"]) == 1
     err = capsys.readouterr().err
     assert "threshold must be in (0, 1]" in err and len(err.strip().splitlines()) == 1
+
+
+# -- the size estimate: off with --samples 0, bounded, spread, errors that surface -------------
+
+
+def scenes(count: int, length: int, shape: tuple[int, ...] = (48, 64, 3)) -> np.ndarray:
+    """``count`` static noisy scenes of ``length`` frames each; frame i holds i in pixel 0."""
+    rng = np.random.default_rng(1)
+    frames = []
+    for _ in range(count):
+        base = rng.integers(30, 220, shape)
+        for _ in range(length):
+            frames.append(np.clip(base + rng.integers(-2, 3, shape), 0, 255).astype(np.uint8))
+    out = np.stack(frames)
+    out[:, 0, 0, 0] = np.arange(len(out)) % 256
+    out[:, 0, 0, 1] = np.arange(len(out)) // 256
+    return out
+
+
+def recording(monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
+    """Every window the estimate encodes, in order (the real measurement still runs)."""
+    seen: list[np.ndarray] = []
+    real = estimate_module.measure_window
+
+    def measure(frames: np.ndarray) -> estimate_module.WindowSizes:
+        seen.append(frames.copy())
+        return real(frames)
+
+    monkeypatch.setattr(estimate_module, "measure_window", measure)
+    return seen
+
+
+def test_samples_0_turns_the_estimate_off(cut_clip, capsys, monkeypatch):
+    assert main(["analyze", str(cut_clip), "--json"]) == 0
+    full = json.loads(capsys.readouterr().out)
+    encoded = recording(monkeypatch)
+    assert main(["analyze", str(cut_clip), "--samples", "0", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert encoded == []  # nothing encoded at all
+    assert data["worthwhile"] is None and data["estimate"] == {"method": "off"}
+    for key in ("frames", "hyperframes", "boundaries", "mse", "recommended_threshold"):
+        assert data[key] == full[key]  # the analysis itself does not change
+    assert main(["analyze", str(cut_clip), "--samples", "0"]) == 0
+    assert "worthwhile: not estimated (--samples 0)" in capsys.readouterr().out
+
+
+def test_negative_samples_is_refused_in_one_line(cut_clip, capsys):
+    with pytest.raises(SystemExit):
+        main(["analyze", str(cut_clip), "--samples", "-1"])
+    assert "at least 0" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="samples must be"):
+        analyze(ArraySource(scenes(1, 4)), samples=-1)
+
+
+@pytest.mark.parametrize("known_length", [True, False])
+def test_the_estimate_encodes_a_bounded_share_spread_over_the_input(monkeypatch, known_length):
+    """With the floor lowered so that the share binds: at most SHARE of the frames' bytes is
+    encoded, in at most ``samples`` windows of at most WINDOW frames, from both halves of the
+    input (known length) and from the hyperframes the windows say."""
+    frames = scenes(20, 100)  # 2000 frames of 9 KiB, 20 hyperframes of 100 frames
+    monkeypatch.setattr(estimate_module, "MIN_BYTES", frames[0].nbytes)
+    encoded = recording(monkeypatch)
+    source = ArraySource(frames) if known_length else IterableSource(iter(frames))
+    result, _ = analyze(source, max_len=100)
+    assert result.hyperframes == 20
+    total = frames.nbytes
+    bound = estimate_module.SHARE * total
+    assert 0 < sum(w.nbytes for w in encoded) <= bound
+    assert 1 <= len(encoded) <= 12 and all(len(w) <= estimate_module.WINDOW for w in encoded)
+    estimate = result.estimate
+    assert estimate["encoded_frames"] == sum(len(w) for w in encoded)
+    assert estimate["sampled_hyperframes"] == len(encoded)
+    assert estimate["sampled_frames"] == 100 * len(encoded)  # each window's hyperframe
+    assert 0 < estimate["encoded_share"] <= estimate_module.SHARE
+    assert "windows of up to 4 frames" in estimate["method"]
+    firsts = [int(w[0, 0, 0, 0]) + 256 * int(w[0, 0, 0, 1]) for w in encoded]
+    for w, first in zip(encoded, firsts, strict=True):  # consecutive frames of one hyperframe
+        ids = w[:, 0, 0, 0].astype(int) + 256 * w[:, 0, 0, 1].astype(int)
+        assert ids.tolist() == list(range(first, first + len(w)))
+        assert first // 100 == (first + len(w) - 1) // 100
+    if known_length:
+        assert min(firsts) < 1000 <= max(firsts)
+    assert result.worthwhile is True  # static scenes: deltas beat zstd per frame
+
+
+def test_the_floor_lets_a_short_input_sample_every_window():
+    """A short input encodes up to MIN_BYTES, so it gets ``samples`` windows, not one."""
+    result, _ = analyze(ArraySource(scenes(12, 10)), samples=12)
+    assert result.estimate["sampled_hyperframes"] == 12
+    assert result.estimate["sampled_frames"] == 120
+    assert result.estimate["encoded_frames"] == 48
+
+
+def test_large_frames_are_sampled_by_strips_of_rows(monkeypatch):
+    frames = scenes(2, 8, shape=(512, 512, 3))  # 768 KiB frames: one strip by default
+    encoded = recording(monkeypatch)
+    monkeypatch.setattr(estimate_module, "STRIP_BYTES", 128 << 10)  # 6 strips of 85 rows
+    result, _ = analyze(ArraySource(frames))
+    assert result.estimate["strips"] == 6
+    assert encoded and all(w.shape[1:] == (85, 512, 3) for w in encoded[:1])
+    assert {w.shape[1] for w in encoded} <= {85, 86}
+    assert "1/6 of the rows each" in result.reason
+
+
+def test_an_encoder_failure_stops_analyze_with_its_own_error(monkeypatch):
+    def broken(frames: np.ndarray) -> estimate_module.WindowSizes:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(estimate_module, "measure_window", broken)
+    with pytest.raises(OSError, match="disk on fire"):
+        analyze(ArraySource(scenes(3, 10)))
+
+
+def test_plan_bounds_the_encoded_bytes():
+    spec = FrameSpec((720, 1280, 3))
+    for length in (1, 3, 4, 90, 720, 18_000, 200_000):
+        plan = plan_samples(length, spec, samples=12)
+        encoded = plan.budget * plan.piece_bytes
+        assert encoded <= max(
+            estimate_module.MIN_BYTES, estimate_module.SHARE * length * spec.nbytes
+        )
+        assert len(plan.starts) <= 12 and list(plan.starts) == sorted(set(plan.starts))
+        assert all(0 <= s < length for s in plan.starts)
+    assert plan_samples(720, spec, samples=0).starts == ()
+    unknown = plan_samples(None, spec, samples=12)
+    taken = 0
+    while (start := unknown.start(taken)) is not None:
+        spent = (taken + 1) * estimate_module.WINDOW * unknown.piece_bytes
+        allowed = max(estimate_module.MIN_BYTES, estimate_module.SHARE * start * spec.nbytes)
+        assert spent <= allowed + estimate_module.SHARE * spec.nbytes  # start is rounded up
+        taken += 1
+    assert taken == 12

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import av
 import numpy as np
 import pytest
 
-import hyperframes.analysis as analysis_module
+import hyperframes._estimate as estimate_module
+from hyperframes._estimate import WINDOW, WindowSizes
 from hyperframes.analysis import WORTHWHILE_SAVING, analyze, percent, verdict
 from hyperframes.cli import main
 from hyperframes.io.arrays import ArraySource
@@ -89,11 +89,12 @@ def test_the_verdict_agrees_with_the_printed_saving(
 def test_the_threshold_is_compared_unrounded_and_shown(
     monkeypatch: pytest.MonkeyPatch, grouped: int, independent: int, printed: str, worthwhile: bool
 ) -> None:
-    def encode(group: np.ndarray, layout: str = "grouped") -> SimpleNamespace:
-        return SimpleNamespace(data=b"x" * (independent if layout == "independent" else grouped))
+    def measure(frames: np.ndarray) -> WindowSizes:  # the window is the whole hyperframe
+        raw = independent // len(frames)
+        return WindowSizes(0, (raw, grouped - raw, *[0] * (len(frames) - 2)), 0)
 
-    monkeypatch.setattr(analysis_module, "encode_group", encode)
-    frames = np.zeros((40, 8, 8, 3), np.uint8)
+    monkeypatch.setattr(estimate_module, "measure_window", measure)
+    frames = np.zeros((WINDOW, 8, 8, 3), np.uint8)  # one hyperframe, one window: no scaling
     result, _ = analyze(ArraySource(frames), samples=1)
     assert result.reason.endswith(printed)
     assert result.worthwhile is worthwhile

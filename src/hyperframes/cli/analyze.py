@@ -7,7 +7,7 @@ import json
 
 from ..analysis import analyze, percent, plot_timeline
 from ..io.video import VideoSource
-from .common import batch_size, positive_int, progress_for
+from .common import add_sizing_options, positive_int, progress_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,11 +16,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=None, help="grouping threshold (MSE)")
     p.add_argument("--min-len", type=positive_int, default=None)
     p.add_argument("--max-len", type=positive_int, default=None)
-    p.add_argument("--samples", type=positive_int, default=12, help="hyperframes to encode")
+    p.add_argument(
+        "--samples", type=sample_count, default=12, metavar="N",
+        help="hyperframes the size estimate samples, spread over the video: it encodes a few "
+        "frames (a strip of their rows) of each, at most 16 MiB or 0.5%% of the video's bytes "
+        "in all; 0 turns the estimate off (default: 12)",
+    )  # fmt: skip
     p.add_argument("--plot", default=None, help="write the MSE timeline to this PNG")
-    p.add_argument("--batch-size", type=batch_size, default=16)
+    add_sizing_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+
+
+def sample_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of at least 0, got {value}; 0 turns the estimate off"
+        )
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             min_len=args.min_len,
             max_len=args.max_len,
             batch_size=args.batch_size,
+            memory=args.memory,
             samples=args.samples,
             progress=bar,
         )
@@ -52,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
         f"at threshold {result.threshold:g}"
     )
     print(f"adjacent MSE: median {mse['median']:.3g}, p90 {mse['p90']:.3g}, max {mse['max']:.3g}")
-    print(f"worthwhile: {'yes' if result.worthwhile else 'no'}: {result.reason}")
+    if result.worthwhile is None:
+        print("worthwhile: not estimated (--samples 0)")
+    else:
+        print(f"worthwhile: {'yes' if result.worthwhile else 'no'}: {result.reason}")
     print(f"recommended threshold: {result.recommended_threshold:.3g}")
     shown = ", ".join(map(str, result.boundaries[:20]))
     print(f"boundaries: {shown}{' ...' if len(result.boundaries) > 20 else ''}")
