@@ -8,9 +8,12 @@ while a writer does), with a message saying so.
 Settings, chosen on purpose:
 
 - ``subdir=True``: a store is a folder holding ``data.mdb`` and ``lock.mdb``.
-- ``map_size``: 64 GiB to start, doubled on ``MapFullError`` by the writer. Address
-  space is reserved, not disk: the file grows with the data. Readers adopt a grown map
-  (``set_mapsize(0)``) when LMDB reports ``MapResizedError``.
+- ``map_size``: 64 GiB to start, doubled on ``MapFullError`` by the writer
+  (:func:`grow_map`) up to :data:`MAX_MAP_SIZE` or what the file holds plus the free
+  space of its file system, whichever is less; past that a commit fails with
+  ``OSError(ENOSPC)``. Address space is reserved, not disk: the file grows with the
+  data. Readers adopt a grown map (``set_mapsize(0)``) when LMDB reports
+  ``MapResizedError``.
 - ``readahead=False``: random frame access should not pull neighbouring pages in.
 - ``max_readers=126`` (LMDB's default); ``max_dbs=2``: the ``table`` and ``records``
   databases beside the main one (header and state), so both append in key order.
@@ -21,6 +24,12 @@ Settings, chosen on purpose:
   written, opens with ``lock=False`` instead: read-only commands never create or
   write a file (no writer can be running on such a folder).
 
+Errors on open say what went wrong: a permission problem is a :class:`PermissionError`
+(other operating-system failures an :class:`OSError`, all with the path), a missing
+store a :class:`~hyperframes.errors.StoreError`, and only damage (a file LMDB does not
+recognise, an unsupported format version, a truncated or empty data file)
+:class:`~hyperframes.errors.StoreCorrupt`.
+
 A store is untrusted input: ``data.mdb`` and ``lock.mdb`` must be regular files with
 one link each, never symbolic links, or LMDB would write its lock header (or pages)
 through them into any file the user can write.
@@ -28,7 +37,9 @@ through them into any file the user can write.
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
 import threading
 from dataclasses import dataclass
@@ -41,6 +52,8 @@ from ..errors import StoreCorrupt, StoreError
 from .format import HEADER_KEY, RECORDS_DB, STATE_KEY, TABLE_DB
 
 INITIAL_MAP_SIZE = 64 << 30
+MAX_MAP_SIZE = 1 << 40
+"""The writer never grows the map past 1 TiB (nor past the file plus the disk's free space)."""
 MAX_READERS = 126
 DATA_FILE = "data.mdb"
 LOCK_FILE = "lock.mdb"
@@ -84,8 +97,10 @@ def acquire(path: str | os.PathLike[str], *, writable: bool, create: bool = Fals
     Raises:
         StoreError: the path is not a store, or it is already open in this process in a
             way that conflicts (a writer with anything else).
-        StoreCorrupt: LMDB refuses the files, or the data file is shorter than LMDB's
-            own record of it (truncated).
+        StoreCorrupt: the files are damaged: LMDB does not recognise them, or the data
+            file is empty or shorter than LMDB's own record of it (truncated).
+        PermissionError: the user may not read the store (or write it, for a writer).
+        OSError: another operating-system failure (an I/O error, a full disk).
     """
     key = realpath(path)
     with _LOCK:
@@ -128,13 +143,21 @@ def is_open(path: str | os.PathLike[str]) -> bool:
 
 
 def _open(path: Path, *, writable: bool, create: bool) -> Handles:
-    if not create:
-        data = path / DATA_FILE
-        if not path.is_dir() or not data.is_file():
-            what = "does not exist" if not path.exists() else f"has no {DATA_FILE}"
-            raise StoreError(f"{str(path)!r} is not a hyperframes store ({what})")
-    lock_present = check_files(path)
-    lock = writable or (lock_present and os.access(path / LOCK_FILE, os.W_OK))
+    try:
+        if not create:
+            data = path / DATA_FILE
+            if not path.is_dir() or not data.is_file():
+                what = "does not exist" if not path.exists() else f"has no {DATA_FILE}"
+                raise StoreError(f"{str(path)!r} is not a hyperframes store ({what})")
+            if data.stat().st_size == 0 and not writable:
+                raise StoreCorrupt(
+                    f"{str(data)!r} is empty (a pack killed before its first commit, or "
+                    "damage); pack again with overwrite, or restore it from a copy"
+                )
+        lock_present = check_files(path)
+        lock = writable or (lock_present and os.access(path / LOCK_FILE, os.W_OK))
+    except PermissionError as exc:
+        raise _denied(path, writable, exc.errno or errno.EACCES) from exc
     try:
         env = lmdb.open(
             str(path),
@@ -151,7 +174,7 @@ def _open(path: Path, *, writable: bool, create: bool) -> Handles:
             meminit=False,
         )
     except lmdb.Error as exc:
-        raise StoreCorrupt(f"LMDB cannot open {str(path)!r}: {exc}") from None
+        raise open_error(path, exc, writable=writable) from exc
     try:
         check_size(env, path)
         refuse_foreign(env, path)
@@ -161,6 +184,82 @@ def _open(path: Path, *, writable: bool, create: bool) -> Handles:
         env.close()
         raise
     return Handles(env, table, records)
+
+
+_DAMAGE = (
+    lmdb.InvalidError,
+    lmdb.CorruptedError,
+    lmdb.VersionMismatchError,
+    lmdb.PageNotFoundError,
+    lmdb.PanicError,
+    lmdb.BadChecksumError,
+    lmdb.IncompatibleError,
+)
+"""LMDB's own codes for files it does not recognise or finds broken."""
+
+_STRERROR = {os.strerror(code): code for code in sorted(errno.errorcode, reverse=True)}
+
+
+def lmdb_errno(exc: lmdb.Error) -> int | None:
+    """The operating-system error number behind an LMDB error, or ``None`` for LMDB's own.
+
+    py-lmdb reports ``EACCES`` as :class:`lmdb.ReadonlyError` and other system errors as
+    a plain :class:`lmdb.Error` whose message ends with ``strerror`` (``"path: Permission
+    denied"``); it keeps no ``errno`` attribute.
+    """
+    if isinstance(exc, lmdb.ReadonlyError):
+        return errno.EACCES
+    if isinstance(exc, _DAMAGE):
+        return None
+    text = str(exc)
+    for message, code in _STRERROR.items():
+        if text.endswith(": " + message) or text == message:
+            return code
+    return None
+
+
+def open_error(path: Path, exc: lmdb.Error, *, writable: bool) -> Exception:
+    """What a failed ``lmdb.open`` means for the user.
+
+    Returns:
+        :class:`PermissionError` for ``EACCES``/``EPERM``/``EROFS`` (saying what to do),
+        :class:`OSError` with the errno for other system errors (``ENOENT`` becomes
+        :class:`FileNotFoundError`), :class:`StoreCorrupt` for files LMDB does not
+        recognise, finds broken or cannot read in this version, and :class:`StoreError`
+        for LMDB's other refusals (too many readers, ...).
+    """
+    code = lmdb_errno(exc)
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return _denied(path, writable, code)
+    if code == errno.ENOENT:
+        return FileNotFoundError(
+            code, f"store {str(path)!r} disappeared while it was opened (LMDB said: {exc})",
+            str(path),
+        )  # fmt: skip
+    if code is not None:
+        return OSError(code, f"cannot open store {str(path)!r}: {exc}", str(path))
+    if isinstance(exc, _DAMAGE) or type(exc) is lmdb.Error:
+        return StoreCorrupt(
+            f"LMDB cannot open {str(path)!r} ({exc}): the store is damaged or was written by "
+            "an incompatible LMDB; restore it from a copy or re-pack"
+        )
+    return StoreError(f"LMDB cannot open {str(path)!r}: {exc}")
+
+
+def _denied(path: Path, writable: bool, code: int) -> PermissionError:
+    """A :class:`PermissionError` that says which access the store needs."""
+    if code == errno.EROFS:
+        why = "is on a read-only file system"
+    else:
+        why = "cannot be written by this user" if writable else "cannot be read by this user"
+    need = (
+        f"writing needs write permission on the folder, {DATA_FILE} and {LOCK_FILE}; "
+        "fix the owner or mode (e.g. chmod -R u+rwX), or write a new store elsewhere"
+        if writable
+        else f"reading needs read permission on the folder and {DATA_FILE}; fix the owner "
+        "or mode (e.g. chmod -R u+rX), or copy the store to a folder you own"
+    )
+    return PermissionError(code, f"store {str(path)!r} {why}: {need}", str(path))
 
 
 def check_files(path: Path) -> bool:
@@ -231,3 +330,47 @@ def check_size(env: lmdb.Environment, path: Path) -> None:
             f"{str(path / DATA_FILE)!r} is truncated: {size} bytes, but the store's pages "
             f"need {needed}; restore it from a copy or re-pack"
         )
+
+
+def grow_map(env: lmdb.Environment, path: Path, *, need: int) -> None:
+    """Double the map of a writer's environment after ``MapFullError``, within the cap.
+
+    Raises:
+        OSError: ``ENOSPC``: the map already reached :data:`MAX_MAP_SIZE` or what the
+            data file holds plus the free space of its file system.
+    """
+    current = int(env.info()["map_size"])
+    used = os.path.getsize(path / DATA_FILE)
+    free = shutil.disk_usage(path).free
+    size = grown_map_size(current, used=used, free=free, page=int(env.stat()["psize"]))
+    if size is None:
+        kept = "the groups committed before are kept"
+        if used + free >= MAX_MAP_SIZE:
+            bound = f"the limit of {_size(MAX_MAP_SIZE)} per store"
+            then = f"{kept}; pack the rest of the input into another store"
+        else:
+            bound = f"what its file system can hold ({_size(free)} free)"
+            then = f"{kept}: free space, and pack --resume continues after them"
+        raise OSError(
+            errno.ENOSPC,
+            f"store {str(path)!r} is full: its map of {_size(current)} cannot grow for the "
+            f"next group ({_size(need)}) past {bound}; {then}",
+        )
+    env.set_mapsize(size)
+
+
+def grown_map_size(current: int, *, used: int, free: int, page: int) -> int | None:
+    """The map size after a ``MapFullError``: twice ``current``, at most
+    :data:`MAX_MAP_SIZE` and ``used + free`` (rounded down to whole pages); ``None`` when
+    that is no larger than ``current`` (the store is full)."""
+    limit = min(current * 2, MAX_MAP_SIZE, used + free)
+    size = limit // page * page
+    return size if size > current else None
+
+
+def _size(n: int) -> str:
+    """``n`` bytes for a message: ``"1 TiB"``, ``"1.5 MiB"``, ``"512 bytes"``."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.3g} {unit}"
+    return f"{n} bytes"

@@ -31,10 +31,10 @@ from typing import Any, Literal
 import lmdb
 import numpy as np
 
-from ..engine.frames import FrameSpec
 from ..errors import StoreCorrupt, StoreError
-from ..hyper import _format as group_format
+from ..frames import FrameSpec
 from ..hyper import decode_frame, decode_group
+from ..hyper import group_header as group_format
 from . import _env
 from . import format as fmt
 from .cache import DEFAULT_POLICY, CacheStats, Policy, TieredCache
@@ -121,6 +121,9 @@ class FrameStore:
         self.path = Path(path)
         self.cache = TieredCache(hot_bytes=hot_bytes, warm_bytes=warm_bytes, policy=policy)
         self.decode, self.read_ahead = decode, read_ahead
+        # guards _closed, _inflight, _pool and _bands: the caller's threads and the
+        # read-ahead thread all reach them
+        self._threads_lock = threading.Lock()
         self._handles = _env.acquire(self.path, writable=False)
         self._closed = False
         self._cold_lock = threading.Lock()
@@ -190,9 +193,8 @@ class FrameStore:
         """
         i = self._index(index)
         g = self.groups.group_of(i)
-        pending = self._inflight.get(g)
-        if pending is not None and not self.cache.hot.peek(i):
-            pending.result()  # being read ahead: wait for it (then it counts as a hit)
+        if not self.cache.hot.peek(i):
+            self._await_read_ahead(g)
         frame = self.cache.hot.get(i)
         if frame is None:
             frame = self._miss(i, g)
@@ -275,21 +277,26 @@ class FrameStore:
         """The threads that decode the bands of one frame in parallel: this store's own,
         started on first use and shut down by :meth:`close` (anew in a forked child,
         where the parent's threads do not exist)."""
-        if self._bands is None or self._bands_pid != os.getpid():
-            self._bands_pid = os.getpid()
-            threads = min(BAND_THREADS, os.cpu_count() or 1)
-            self._bands = ThreadPoolExecutor(threads, thread_name_prefix="hf-store-bands")
-        return self._bands
+        with self._threads_lock:  # the read-ahead thread and the caller's may both ask
+            if self._bands is None or self._bands_pid != os.getpid():
+                self._bands_pid = os.getpid()
+                threads = min(BAND_THREADS, os.cpu_count() or 1)
+                self._bands = ThreadPoolExecutor(threads, thread_name_prefix="hf-store-bands")
+            return self._bands
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-        if self._bands is not None:
-            self._bands.shutdown(wait=True, cancel_futures=True)
-            self._bands = None
+        with self._threads_lock:
+            if self._closed:
+                return
+            self._closed = True  # no read-ahead starts from now on
+            ahead, self._pool = self._pool, None
+            self._inflight.clear()
+        if ahead is not None:  # outside the lock: a running read-ahead may need it
+            ahead.shutdown(wait=True, cancel_futures=True)
+        with self._threads_lock:
+            bands, self._bands = self._bands, None
+        if bands is not None:
+            bands.shutdown(wait=True, cancel_futures=True)
         self.cache.clear()
         _env.release(self.path)
 
@@ -449,15 +456,36 @@ class FrameStore:
         return out
 
     def _prefetch(self, g: int) -> None:
+        """Start reading group ``g`` ahead on the read-ahead thread (at most two at once)."""
         first, _ = self.groups.span(g)
-        if g in self._inflight or self.cache.hot.peek(first) or not self._fits(g):
+        if self.cache.hot.peek(first) or not self._fits(g):
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="hf-store-ahead")
-        for done in [k for k, f in self._inflight.items() if f.done()]:
-            del self._inflight[done]
-        if len(self._inflight) < 2:
+        with self._threads_lock:
+            for done in [k for k, f in self._inflight.items() if f.done()]:
+                del self._inflight[done]  # a failed one included: it is never re-raised
+            if self._closed or g in self._inflight or len(self._inflight) >= 2:
+                return
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="hf-store-ahead")
             self._inflight[g] = self._pool.submit(self._fill_hot, g, ahead=True)
+
+    def _await_read_ahead(self, g: int) -> None:
+        """Wait for the read-ahead of group ``g`` if one was started (then the access is a hit).
+
+        A read-ahead that failed is forgotten, not re-raised: the caller goes on to read
+        the group itself, which raises the group's own error if it really is damaged (a
+        read-ahead can also fail for reasons of its own, or be cancelled by :meth:`close`).
+        """
+        with self._threads_lock:
+            pending = self._inflight.get(g)
+        if pending is None:
+            return
+        try:
+            pending.result()
+        except Exception:
+            with self._threads_lock:
+                if self._inflight.get(g) is pending:
+                    del self._inflight[g]
 
 
 def _corrupt(message: str, frames: range | list[int]) -> StoreCorrupt:

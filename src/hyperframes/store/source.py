@@ -1,5 +1,10 @@
 """``StoreSource``: a store's frames as a pipeline source (for unpacking and reprocessing).
 
+The source holds no store open between runs: :meth:`StoreSource.open` opens it and
+starts at ``start`` again, :meth:`StoreSource.close` closes it, so one source serves run
+after run, and :meth:`StoreSource.for_run` gives every run its own reader (LMDB readers
+in one process share one environment), so several runs may read one store at once.
+
 Example:
     >>> source = StoreSource("clip.hfs")  # doctest: +SKIP
     >>> Pipeline.from_source(source).to(VideoSink("out.mkv")).run()  # doctest: +SKIP
@@ -7,11 +12,13 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
 import numpy as np
 
+from ..errors import StoreError
 from ..io.base import Chunk, Source
 from .lmdb_store import FrameStore
 
@@ -22,7 +29,7 @@ class StoreSource(Source):
     Args:
         path: the store folder.
         start: first frame.
-        stop: one past the last frame; ``None`` for the end.
+        stop: one past the last frame; ``None`` for the end (as the store is now).
 
     Raises:
         StoreError, StoreCorrupt: as :class:`FrameStore`.
@@ -33,23 +40,47 @@ class StoreSource(Source):
         self, path: str | os.PathLike[str], *, start: int = 0, stop: int | None = None
     ) -> None:
         self.path = path
-        self._store: FrameStore | None = FrameStore(path, hot_bytes=0, read_ahead=False)
-        n = len(self._store)
-        end = n if stop is None else stop
-        if not 0 <= start <= end <= n:
-            self._store.close()
-            raise ValueError(f"need 0 <= start <= stop <= {n}, got start={start}, stop={stop}")
-        self.spec = self._store.spec
+        with FrameStore(path, hot_bytes=0, read_ahead=False) as store:
+            n = len(store)
+            end = n if stop is None else stop
+            if not 0 <= start <= end <= n:
+                raise ValueError(f"need 0 <= start <= stop <= {n}, got start={start}, stop={stop}")
+            self.spec = store.spec
+            self.info: dict[str, Any] = dict(store.info.source)
         self.start, self.stop, self._next = start, end, start
         self.length = end - start
-        info = self._store.info
-        self.info: dict[str, Any] = dict(info.source)
         self.info.update(frames=self.length, store=str(path))
+        self._store: FrameStore | None = None
+
+    def for_run(self) -> Source:
+        """A copy with its own reader and position, so several runs may read at once."""
+        run = copy.copy(self)
+        run._store, run._next = None, self.start
+        run.info = dict(self.info)
+        return run
+
+    def open(self) -> None:
+        """Open the store (again, after :meth:`close`) and go back to ``start``.
+
+        Raises:
+            StoreError: the store no longer holds frame ``stop - 1``.
+        """
+        self.close()
+        store = FrameStore(self.path, hot_bytes=0, read_ahead=False)
+        if len(store) < self.stop:
+            store.close()
+            raise StoreError(
+                f"store {str(self.path)!r} holds {len(store)} frames now, fewer than the "
+                f"{self.stop} this source reads; make a new StoreSource"
+            )
+        self._store, self._next = store, self.start
 
     def read_into(self, out: np.ndarray) -> Chunk:
+        """The next frames; opens the store first if :meth:`open` was not called."""
+        if self._store is None:
+            self.open()
         store = self._store
-        if store is None:
-            raise RuntimeError("StoreSource is closed")
+        assert store is not None
         count = min(len(out), self.stop - self._next)
         if count <= 0:
             return Chunk(np.empty(0, np.int64))
@@ -63,9 +94,10 @@ class StoreSource(Source):
         return Chunk(np.arange(a, b, dtype=np.int64), meta)
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        """Close the store (a later :meth:`open` or read opens it again)."""
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
 
     def __repr__(self) -> str:
         return f"StoreSource({str(self.path)!r}, start={self.start}, stop={self.stop})"

@@ -29,8 +29,8 @@ import lmdb
 import numpy as np
 
 from .._version import __version__
-from ..engine.frames import FrameSpec
 from ..errors import StoreError
+from ..frames import FrameSpec
 from ..hyper import decode_group, encode_group
 from ..hyper.codec import Intra, Tier
 from . import _env
@@ -365,7 +365,8 @@ class StoreWriter:
                     txn.put(fmt.STATE_KEY, fmt.dump_state(new))
                 break
             except lmdb.MapFullError:
-                self._env.set_mapsize(self._env.info()["map_size"] * 2)
+                # doubles, within 1 TiB and the disk's free space; past that OSError(ENOSPC)
+                _env.grow_map(self._env, self.path, need=len(item.data))
             except lmdb.Error as exc:
                 raise _write_error(self.path, exc, len(item.data)) from exc
         self.state = new
