@@ -25,7 +25,7 @@ import av
 import cv2
 import numpy as np
 
-from hyperframes.engine.frames import FrameSpec
+from hyperframes.frames import FrameSpec
 from hyperframes.io.video import VideoSource
 from hyperframes.io.video_sink import VideoSink
 

@@ -11,8 +11,7 @@ Example:
 from ._version import __version__
 from .analysis import Analysis, analyze
 from .engine.dag import TaskGraph
-from .engine.frames import Batch, FramePool, FrameSpec
-from .engine.pipeline import Pipeline
+from .engine.report import RunReport, StageReport
 from .engine.runner import Progress
 from .errors import (
     CorruptFrame,
@@ -26,11 +25,12 @@ from .errors import (
     StoreCorrupt,
     StoreError,
 )
+from .frames import Batch, FramePool, FrameSpec
 from .io.base import Chunk, Sink, Source
 from .io.images import ImageSequenceSink, ImageSequenceSource
 from .io.video import VideoSource
 from .io.video_sink import VideoSink
-from .metrics.report import RunReport, StageReport
+from .pipeline import Pipeline
 from .store import FrameStore, StoreSink
 
 __all__ = [

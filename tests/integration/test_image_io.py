@@ -8,8 +8,8 @@ import cv2
 import numpy as np
 import pytest
 
-from hyperframes.engine.frames import FrameSpec
 from hyperframes.errors import CorruptFrame, FrameError, MediaError
+from hyperframes.frames import FrameSpec
 from hyperframes.io.images import ImageSequenceSink, ImageSequenceSource
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from hyperframes import FrameSpec, RunReport
-from hyperframes.io._publish import publish, publish_files
+from hyperframes.io.publish import publish, publish_files
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/fd").is_dir() or sys.platform == "win32",
@@ -168,7 +168,7 @@ def test_report_file_is_published(tmp_path, journal):
 
 
 def test_ray_chunk_join_publishes_its_output(tmp_path, journal):
-    from hyperframes.executors._ray_chunks import join
+    from hyperframes.chunked import join
 
     part = tmp_path / "part0.mkv"
     with av.open(str(part), "w") as container:

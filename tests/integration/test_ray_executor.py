@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from hyperframes import FrameSpec, Pipeline, Sink, StageError
+from hyperframes.chunked import run_chunked
 from hyperframes.io.video import VideoSource
 
 ray = pytest.importorskip("ray")
@@ -198,14 +199,16 @@ def test_chunked_output_equals_a_local_run_and_resumes(executor, tmp_path):
     output = tmp_path / "out.mkv"
     work = tmp_path / "segments"
     options = {"codec": "ffv1", "segment_frames": 30, "work_dir": work, "keep_segments": True}
-    report = executor.run_chunked(source, output, windowed_then_inverted, **options)
+    report = run_chunked(source, output, windowed_then_inverted, executor=executor, **options)
     assert (report.frames, report.segments, report.reused, report.halo) == (130, 4, 0, (2, 1))
     got = Pipeline.from_source(VideoSource(output)).collect()
     np.testing.assert_array_equal(got, expected)
 
     parts = sorted(work.glob("segment-*.mkv"))
     parts[1].unlink()
-    again = executor.run_chunked(source, output, windowed_then_inverted, overwrite=True, **options)
+    again = run_chunked(
+        source, output, windowed_then_inverted, executor=executor, overwrite=True, **options
+    )
     assert (again.segments, again.reused) == (4, 3)
     np.testing.assert_array_equal(Pipeline.from_source(VideoSource(output)).collect(), expected)
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import av
 import numpy as np
 import pytest
 
-from hyperframes.engine.frames import FrameSpec
 from hyperframes.errors import CorruptFrame, FrameError, MediaError
+from hyperframes.frames import FrameSpec
 from hyperframes.io import video as video_module
 from hyperframes.io.probe import probe
 from hyperframes.io.video import VideoSource
@@ -225,6 +229,36 @@ def test_x264_qp0_yuv444_round_trip_is_near_lossless(tmp_path, make_frames):
     assert np.abs(back - frames).max() <= 3  # only RGB <-> YUV rounding
 
 
+def x264_settings(path: str | Path) -> dict[str, str]:
+    """The options x264 wrote into the stream's SEI, e.g. ``{"sliced_threads": "0", ...}``."""
+    head = Path(path).read_bytes()[:200_000]
+    options = head.split(b" - options: ", 1)[1].split(b"\x00", 1)[0].decode()
+    return dict(item.split("=", 1) for item in options.split() if "=" in item)
+
+
+def test_x264_uses_frame_threads_and_keeps_every_frame_in_order(tmp_path, make_frames):
+    # FFmpeg's own default (frame threads, as the ffmpeg command uses), not PyAV's slices
+    # (x264 slices a frame of 192 rows or more); with B-frames and several frames in
+    # flight, every frame still comes back, in order
+    frames = make_frames(60, 192, 256)
+    path = write_all(VideoSink(tmp_path / "out.mp4"), frames)
+    settings = x264_settings(path)
+    assert settings["sliced_threads"] == "0" and "slices" not in settings
+    assert int(settings["bframes"]) > 0
+    ids, pts, _ = read_all(VideoSource(path))
+    np.testing.assert_array_equal(ids, np.arange(60))
+    assert np.all(np.diff(pts) > 0)
+    back = read_frames(VideoSource(path)).astype(np.float32)
+    errors = ((back[:, None] - frames[None].astype(np.float32)) ** 2).mean(axis=(2, 3, 4))
+    np.testing.assert_array_equal(errors.argmin(axis=1), np.arange(60))  # each is itself
+
+
+def test_x264_thread_options_still_win(tmp_path, make_frames):
+    sink = VideoSink(tmp_path / "out.mp4", options={"thread_type": "slice", "threads": "2"})
+    settings = x264_settings(write_all(sink, make_frames(10, 192, 256)))
+    assert settings["sliced_threads"] == "1" and settings["threads"] == "2"
+
+
 def test_constant_fps_without_pts(tmp_path, make_frames):
     sink = VideoSink(tmp_path / "out.mp4", fps="30000/1001")
     path = write_all(sink, make_frames(10))
@@ -278,15 +312,38 @@ def test_bad_sink_arguments_fail_before_any_work(tmp_path, make_frames):
     assert (tmp_path / "there.mp4").read_bytes() != b"keep me"
 
 
-def test_unwritable_folder_fails_early(tmp_path):
-    import os
-
-    if os.geteuid() == 0:
-        pytest.skip("root can write anywhere")
+@pytest.fixture
+def read_only_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder nobody can write into. Root ignores file modes but not a read-only mount,
+    so as root it is a tmpfs mounted read-only; otherwise a folder of mode 0o500. Skips only
+    when neither can be set up."""
     folder = tmp_path / "locked"
-    folder.mkdir(mode=0o500)
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+        yield folder
+        folder.chmod(0o700)  # so that pytest can remove tmp_path
+        return
+    if shutil.which("mount") is None:
+        pytest.skip("running as root without a mount command: no read-only folder to test")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs as root: {done.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_unwritable_folder_fails_early(read_only_folder: Path):
+    with pytest.raises(OSError):  # the set-up is real: nothing can be created there
+        (read_only_folder / "probe").write_bytes(b"x")
     with pytest.raises(PermissionError, match="not writable"):
-        VideoSink(folder / "x.mp4")
+        VideoSink(read_only_folder / "x.mp4")
+    assert list(read_only_folder.iterdir()) == []
 
 
 def test_odd_size_yuv420p_is_refused_and_yuv444p_works(tmp_path, make_frames):

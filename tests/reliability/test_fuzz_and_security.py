@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import ast
+import collections
+import json
 import os
+import random
+import shutil
 import socket
+import struct
 from pathlib import Path
 
 import lmdb
@@ -12,7 +17,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
-from hyperframes.hyper import _format as group_format
+from hyperframes.hyper import group_header as group_format
 from hyperframes.metrics.prometheus import DEFAULT_HOST, PrometheusExporter
 from hyperframes.store import FrameStore, StoreWriter
 from hyperframes.store import format as fmt
@@ -36,6 +41,104 @@ def test_mutated_whole_stores_give_only_typed_errors(benchmark_module, tmp_path:
     fuzz = benchmark_module("fuzz_store")
     result = fuzz.fuzz_stores(150, seed=2, root=tmp_path)
     assert result.findings == [] and result.stores == 150
+
+
+def _store_values(path: Path) -> list[tuple[bytes | None, bytes, bytes]]:
+    """Every value of a store: (sub-database or None, key, value)."""
+    env = lmdb.open(str(path), subdir=True, max_dbs=2, readonly=True, lock=False)
+    with env.begin() as txn:
+        values = [(None, key, bytes(txn.get(key))) for key in (fmt.HEADER_KEY, fmt.STATE_KEY)]
+        for name in (fmt.TABLE_DB, fmt.RECORDS_DB):
+            db = env.open_db(name, txn=txn, create=False)
+            values += [(name, bytes(key), bytes(value)) for key, value in txn.cursor(db=db)]
+    env.close()
+    return values
+
+
+def _read_or_refuse(path: Path, frames: np.ndarray, where: str) -> collections.Counter[str]:
+    """Read every frame one by one, then all at once; each read is refused with a typed
+    error or returns exactly the frames written."""
+    seen: collections.Counter[str] = collections.Counter()
+
+    def same(got: np.ndarray, want: np.ndarray) -> bool:
+        return got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+
+    with FrameStore(path, read_ahead=False) as store:
+        for i in range(len(store)):
+            try:
+                got = store[i]
+            except (hf.StoreCorrupt, hf.StoreError):
+                seen["frame refused"] += 1
+                continue
+            assert i < len(frames) and same(got, frames[i]), (
+                f"{where}: frame {i} is not the one written"
+            )
+            seen["frame exact"] += 1
+    with FrameStore(path, read_ahead=False) as store:
+        try:
+            got = store[0 : len(store)]
+        except (hf.StoreCorrupt, hf.StoreError):
+            seen["range refused"] += 1
+        else:
+            assert same(got, frames), (
+                f"{where}: frames 0..{len(store) - 1} are not the ones written"
+            )
+            seen["range exact"] += 1
+    return seen
+
+
+def _swap_first_two_frames(record: bytes) -> bytes:
+    """The record with its first two frames' records swapped in its header: well formed,
+    every zstd frame intact, and the frames decode to each other's pixels."""
+    size = struct.unpack("<I", record[4:8])[0]
+    head = json.loads(record[8 : 8 + size])
+    a, b = head["frames"][0], head["frames"][1]
+    assert a[0] in ("raw", "delta") and b[0] in ("raw", "delta"), head["frames"]
+    a[2:4], b[2:4] = b[2:4], a[2:4]  # offset, length
+    text = json.dumps(head, separators=(",", ":")).encode()
+    assert len(text) == size  # the same numbers in another order: the table's size holds
+    return record[:4] + struct.pack("<I", size) + text + record[8 + size :]
+
+
+def test_no_read_of_a_mutated_store_returns_other_pixels(benchmark_module, tmp_path: Path) -> None:
+    """One value of a real store (header, state, a table row or a record) replaced by a
+    mutation: every read raises StoreCorrupt/StoreError or gives back exactly the pixels
+    that were written, since every frame is checked against its checksum."""
+    fuzz = benchmark_module("fuzz_store")
+    frames = np.random.default_rng(2).integers(0, 255, (10, 6, 5, 3), dtype=np.uint8)
+    pristine = tmp_path / "pristine.hfs"
+    with StoreWriter(pristine, hf.FrameSpec((6, 5, 3)), {"fps": 25.0}, workers=1) as writer:
+        for a, b in ((0, 4), (4, 5), (5, 10)):
+            writer.write_group(frames[a:b])
+    values = _store_values(pristine)
+    seeds = [value for _, _, value in values]
+    rng = random.Random(3)
+    # random mutations, then records made to decode to other pixels without a parser
+    # noticing: the first two frames' bytes swapped (only the store's checksums can tell)
+    mutations = [(*v, fuzz.mutate(v[2], seeds, rng)) for v in rng.choices(values, k=200)]
+    mutations += [
+        (name, key, value, _swap_first_two_frames(value))
+        for name, key, value in values
+        if name == fmt.RECORDS_DB and group_format.parse_header(value).count >= 2
+    ]
+    assert len(mutations) == 202
+    seen: collections.Counter[str] = collections.Counter()
+    for n, (name, key, _, new) in enumerate(mutations):
+        path = tmp_path / f"mutated-{n}.hfs"
+        shutil.copytree(pristine, path)
+        env = lmdb.open(str(path), subdir=True, max_dbs=2)
+        with env.begin(write=True) as txn:
+            txn.put(key, new, db=name and env.open_db(name, txn=txn))
+        env.close()
+        where = f"mutation {n} of {(name or b'main').decode()}[{key!r}]"
+        try:
+            seen += _read_or_refuse(path, frames, where)
+        except (hf.StoreCorrupt, hf.StoreError):
+            seen["open refused"] += 1
+        shutil.rmtree(path)
+    # the mutations are neither all fatal nor all inert
+    for outcome in ("open refused", "frame refused", "frame exact", "range refused", "range exact"):
+        assert seen[outcome], seen
 
 
 def test_a_record_that_claims_huge_frames_is_refused_before_decoding(tmp_path: Path) -> None:
@@ -71,7 +174,7 @@ PICKLE_ALLOWED = {
     "executors/_child.py",
     "executors/_wire.py",
     "executors/_ray_actor.py",
-    "executors/_ray_chunks.py",
+    "chunked.py",
     "executors/ray.py",
 }
 
@@ -114,7 +217,12 @@ def test_no_eval_exec_or_pickle_of_file_contents_anywhere_in_the_source() -> Non
 
 
 def test_the_store_and_codec_read_json_never_pickle() -> None:
-    for rel in ("store/format.py", "hyper/_format.py", "store/table.py", "store/lmdb_store.py"):
+    for rel in (
+        "store/format.py",
+        "hyper/group_header.py",
+        "store/table.py",
+        "store/lmdb_store.py",
+    ):
         text = (SRC / rel).read_text()
         assert "pickle" not in text.replace("never pickle", "").replace("not pickled", ""), rel
 

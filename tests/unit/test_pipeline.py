@@ -1,4 +1,3 @@
-import os
 import signal
 import threading
 
@@ -8,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hyperframes import FrameError, FrameSpec, Pipeline, PoolExhausted, StageError
-from hyperframes.engine.frames import check_pool_memory
 from hyperframes.engine.runner import Runner
 from hyperframes.engine.sizing import plan_run
+from hyperframes.frames import check_pool_memory
 from hyperframes.io.callbacks import CollectSink
 
 pytestmark = pytest.mark.usefixtures("no_thread_leak")
@@ -229,10 +228,13 @@ def test_keyboard_interrupt_stops_cleanly():
 
 def test_default_slots_and_memory_guard():
     assert plan_run(FrameSpec((8, 8, 3)), workers=5, budget=1 << 30).slots == 8
+    psutil = pytest.importorskip("psutil")
+    physical = psutil.virtual_memory().total  # the machine's memory, read independently
     check_pool_memory(2**20, what="small")
-    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    with pytest.raises(MemoryError, match="lower batch_size"):
-        check_pool_memory(pages, what="huge")
+    check_pool_memory(int(0.45 * physical), what="under half")  # allowed: under half of it
+    with pytest.raises(MemoryError, match="lower batch_size") as refused:
+        check_pool_memory(int(0.55 * physical), what="over half")
+    assert f"more than half of this machine's {physical / 2**30:.1f} GiB" in str(refused.value)
 
 
 def test_huge_frames_are_refused_before_allocating():

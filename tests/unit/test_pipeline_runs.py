@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
-from hyperframes.engine.frames import FramePool
+from hyperframes.frames import FramePool
 
 FRAMES = np.broadcast_to(np.arange(64, dtype=np.uint8).reshape(64, 1, 1, 1), (64, 4, 4, 3)).copy()
 
@@ -110,8 +110,6 @@ def test_an_idle_pipeline_holds_no_pools():
     out = pipeline.collect()
     assert out.shape == (64, 2, 4, 3)
     gc.collect()
-    left = [
-        o for o in gc.get_objects() if type(o) is FramePool and o.name == "crop-unique-7f3a"
-    ]
+    left = [o for o in gc.get_objects() if type(o) is FramePool and o.name == "crop-unique-7f3a"]
     assert left == []
     assert np.array_equal(pipeline.collect(), out)  # and it runs again

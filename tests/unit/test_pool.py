@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from hyperframes import FramePool, FrameSpec, PoolExhausted
-from hyperframes.engine.frames import check_batch_size
 from hyperframes.errors import Cancelled
+from hyperframes.frames import check_batch_size
 
 
 def make_pool(slots=3, batch_size=4):

@@ -10,8 +10,8 @@ from collections.abc import Collection
 from typing import Any
 
 from .. import RunReport
-from ..engine.frames import check_batch_size
 from ..engine.sizing import parse_memory
+from ..frames import check_batch_size
 from ..metrics.progress import ProgressBar
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import Pipeline, RunReport
 from ..engine.runner import Monitor
-from ..io._publish import publish
+from ..io.publish import publish
 from ..metrics.monitors import Monitors
 from ..metrics.prometheus import DEFAULT_HOST, PrometheusExporter
 from ..metrics.timeline import Timeline, require_plotting

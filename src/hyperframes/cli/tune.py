@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 
 from .. import Pipeline, RunReport
-from ..engine.frames import FramePool
+from ..frames import FramePool
 from ..io.video import VideoSource
 from ..io.video_sink import VideoSink
 from .common import positive_int

@@ -28,12 +28,12 @@ import numpy as np
 
 from ..errors import Cancelled, FramesFailed, StageError
 from ..executors import Executor, ThreadExecutor
+from ..frames import Batch, FramePool, FrameSpec, check_pool_memory
 from ..io.base import Sink, Source
-from ..metrics.report import RunReport, StageStats
 from .channel import END, Channel
 from .faults import DeadLetters
-from .frames import Batch, FramePool, FrameSpec, check_pool_memory
 from .reorder import ReorderBuffer
+from .report import RunReport, StageStats
 from .sizing import Plan, default_budget, parse_memory, plan_run
 from .stage import Stage
 from .stage_run import StageRun

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .frames import FrameSpec, check_batch_size
+from ..frames import FrameSpec, check_batch_size
 
 TARGET_SLOT_BYTES = 16 << 20
 """The bytes of one slot the automatic batch size aims under (see ``benchmarks/sizing.py``)."""

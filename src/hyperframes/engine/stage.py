@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import StageError
 from ..executors import Executor, ThreadExecutor
+from ..frames import Batch, FrameSpec
 from .faults import FaultPolicy
-from .frames import Batch, FrameSpec
 
 if TYPE_CHECKING:
     from .stage_run import StageRun

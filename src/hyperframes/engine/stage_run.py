@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import Cancelled, StageError
+from ..frames import Batch, FramePool, FrameSpec
 from .faults import DeadLetters, FaultPolicy
-from .frames import Batch, FramePool, FrameSpec
 from .stage import Stage, Strategy, Stream
 
 

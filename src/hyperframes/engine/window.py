@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .frames import Batch
+from ..frames import Batch
 
 
 def check_window(window: tuple[int, int]) -> tuple[int, int]:

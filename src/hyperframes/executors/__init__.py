@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from ..engine.frames import committed_memory
+from ..frames import committed_memory
 
 
 @runtime_checkable

@@ -134,7 +134,7 @@ def _under_an_if(body: list[ast.stmt], line: int) -> bool:
 
 def _starting_run() -> CodeType | None:
     """The code of ``Pipeline.run``, if the engine is loaded (it is when a run makes us)."""
-    module = sys.modules.get("hyperframes.engine.pipeline")
+    module = sys.modules.get("hyperframes.pipeline")
     return None if module is None else module.Pipeline.run.__code__
 
 

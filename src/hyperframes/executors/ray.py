@@ -10,7 +10,7 @@ Two ways to use a cluster:
   actor on the driver's host works on the pool slots themselves and only handles
   cross Ray; for an actor on another host, batches travel through Ray's object store
   and the result of an in-place stage is copied back into its pool slot.
-* **Chunked** (:meth:`RayExecutor.run_chunked`). One long video is cut at keyframes into
+* **Chunked** (:func:`hyperframes.chunked.run_chunked`). One long video is cut at keyframes into
   segments; a Ray task decodes, processes and encodes each segment on its own (with a
   halo of extra frames for windowed stages), and the segments are joined by stream
   copy. Finished segments are kept, so a rerun does only what is missing.
@@ -29,13 +29,12 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..engine.frames import committed_memory
 from ..errors import StageError
+from ..frames import committed_memory
 from ._ray_actor import Answer, StageActor, pack
 from ._shm import SharedBlocks, SharedMemoryFull
 from ._wire import Shared, reraised
@@ -225,20 +224,11 @@ class RayExecutor:
             self._probe = None
             self.blocks.unlink_all()
 
-    def run_chunked(
-        self,
-        source: str | Path,
-        output: str | Path,
-        build: Callable[[Any], Any],
-        **options: Any,
-    ) -> Any:
-        """Process one long video in keyframe-aligned segments, one Ray task each.
-
-        See :func:`hyperframes.executors._ray_chunks.run_chunked` for the options.
-        """
-        from ._ray_chunks import run_chunked
-
-        return run_chunked(self._ray, source, output, build, **options)
+    @property
+    def ray(self) -> Any:
+        """The ``ray`` module this executor started or joined (for tasks of your own, and
+        :func:`hyperframes.chunked.run_chunked`)."""
+        return self._ray
 
     def __repr__(self) -> str:
         return f"RayExecutor(actors={len(self._actors)})"

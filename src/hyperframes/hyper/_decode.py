@@ -15,7 +15,7 @@ import numpy as np
 import zstandard as zstd
 
 from ..errors import StoreCorrupt
-from . import _format as fmt
+from . import group_header
 from ._lossy import dequantise
 from ._pixels import as_uint, ungradient, unrct, webp_decode
 
@@ -31,7 +31,9 @@ def each_band(fn: Callable[[int], None], bands: int, pool: Executor | None = Non
         done.result()
 
 
-def decode_rows(view: memoryview, header: fmt.Header, chain: list[int], band: int) -> np.ndarray:
+def decode_rows(
+    view: memoryview, header: group_header.Header, chain: list[int], band: int
+) -> np.ndarray:
     """Band ``band`` of frame ``chain[-1]``, decoded along its chain (bands stand alone)."""
     dctx = zstd.ZstdDecompressor()
     value: np.ndarray | None = None
@@ -43,7 +45,7 @@ def decode_rows(view: memoryview, header: fmt.Header, chain: list[int], band: in
     return unrct(rows) if header.transform == "rct" else rows
 
 
-def decode_group_rows(view: memoryview, header: fmt.Header, band: int) -> np.ndarray:
+def decode_group_rows(view: memoryview, header: group_header.Header, band: int) -> np.ndarray:
     """Band ``band`` of every frame of the group, each record decoded once."""
     dctx = zstd.ZstdDecompressor()
     start, stop = header.band_rows(band)
@@ -63,7 +65,7 @@ def decode_group_rows(view: memoryview, header: fmt.Header, band: int) -> np.nda
 
 def _decode_record(
     view: memoryview,
-    header: fmt.Header,
+    header: group_header.Header,
     j: int,
     ref: np.ndarray | None,
     dctx: zstd.ZstdDecompressor,

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import zstandard as zstd
 
-from . import _format as fmt
+from . import group_header
 from ._pixels import as_uint, planes
 from .distance import peak_of
 from .quality import mse
@@ -22,11 +22,11 @@ def encode_lossy(
     cctx: zstd.ZstdCompressor,
     *,
     predictor: str,
-) -> tuple[list[fmt.Record], list[bytes], list[float]]:
+) -> tuple[list[group_header.Record], list[bytes], list[float]]:
     base = arr[b]
     base_blob = cctx.compress(planes(as_uint(base), predictor))
-    records = [fmt.Record("copy", b, 0, 0)] * arr.shape[0]
-    records[b] = fmt.Record("raw", -1, 0, len(base_blob))
+    records = [group_header.Record("copy", b, 0, 0)] * arr.shape[0]
+    records[b] = group_header.Record("raw", -1, 0, len(base_blob))
     parts, scores, offset = [base_blob], [math.inf] * arr.shape[0], len(base_blob)
     for i in range(arr.shape[0]):
         if i == b:
@@ -40,13 +40,13 @@ def encode_lossy(
             continue
         if q is None:  # pragma: no cover - no step met the target: store it exactly
             blob = cctx.compress(planes(as_uint(arr[i]) - as_uint(base)))
-            records[i] = fmt.Record("delta", b, offset, len(blob))
+            records[i] = group_header.Record("delta", b, offset, len(blob))
             parts.append(blob)
             offset += len(blob)
             continue
         qtype = _smallest_int(q)
         blob = cctx.compress(planes(q.astype(qtype)))
-        records[i] = fmt.Record("quant", b, offset, len(blob), step, np.dtype(qtype).str)
+        records[i] = group_header.Record("quant", b, offset, len(blob), step, np.dtype(qtype).str)
         scores[i] = _psnr(dequantise(base, q, step), arr[i])
         parts.append(blob)
         offset += len(blob)

@@ -1,7 +1,7 @@
 """The hyperframe codec: one group of frames to bytes and back, with random access.
 
 A group is stored as a base frame plus, for every other frame, a record that
-decodes from one reference frame (see :mod:`._format` for the bytes). Lossless
+decodes from one reference frame (see :mod:`.group_header` for the bytes). Lossless
 records hold the difference modulo ``2**bits`` of the frames' unsigned integer
 views (floats included), so decoding is bit-exact for every integer and float
 dtype, NaN and -0.0 included. Multi-byte values are split into byte planes
@@ -64,7 +64,7 @@ import numpy as np
 import zstandard as zstd
 
 from ..errors import FrameError
-from . import _format as fmt
+from . import group_header
 from ._decode import decode_group_rows, decode_rows, each_band
 from ._lossy import encode_lossy
 from ._pixels import WEBP_MAX_SIDE, as_uint, planes, rct, webp_encode
@@ -204,7 +204,7 @@ def encode_group(
         meta["transform"] = transform
     if bands > 1:
         meta["bands"] = bands
-    data = fmt.pack(meta, records, b"".join(parts))
+    data = group_header.pack(meta, records, b"".join(parts))
     return EncodedGroup(data, n, tuple(arr.shape[1:]), arr.dtype, tier, used, tuple(scores))
 
 
@@ -214,7 +214,7 @@ def read_group_info(data: bytes | bytearray | memoryview) -> GroupInfo:
     Raises:
         StoreCorrupt: the header does not check out.
     """
-    h = fmt.parse_header(data)
+    h = group_header.parse_header(data)
     touched = tuple(len(h.chain(i)) for i in range(h.count))
     return GroupInfo(h.count, h.shape, h.dtype, h.base, h.layout, h.tier, touched)
 
@@ -223,7 +223,7 @@ def decode_frame(
     data: bytes | bytearray | memoryview,
     index: int,
     *,
-    header: fmt.Header | None = None,
+    header: group_header.Header | None = None,
     pool: Executor | None = None,
 ) -> np.ndarray:
     """Decode one frame, reading only its own record and its references'.
@@ -236,7 +236,7 @@ def decode_frame(
         IndexError: ``index`` is outside the group.
         StoreCorrupt: the bytes do not check out.
     """
-    header = header or fmt.parse_header(data)
+    header = header or group_header.parse_header(data)
     if isinstance(index, bool) or not isinstance(index, int | np.integer):
         raise TypeError(f"index must be an int, got {index!r}")
     if not 0 <= index < header.count:
@@ -257,7 +257,7 @@ def decode_frame(
 def decode_group(
     data: bytes | bytearray | memoryview,
     *,
-    header: fmt.Header | None = None,
+    header: group_header.Header | None = None,
     pool: Executor | None = None,
 ) -> np.ndarray:
     """Decode every frame of a group into one ``(n, *shape)`` array (``header`` and
@@ -266,7 +266,7 @@ def decode_group(
     Raises:
         StoreCorrupt: the bytes do not check out.
     """
-    header = header or fmt.parse_header(data)
+    header = header or group_header.parse_header(data)
     view = memoryview(data)
     if header.bands == 1:
         return decode_group_rows(view, header, 0)
@@ -292,7 +292,7 @@ def _as_group(frames: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
     if frames.ndim < 2 or frames.shape[0] == 0 or frames[0].size == 0:
         raise FrameError(f"a group needs an (n, *shape) array with n >= 1, got {frames.shape}")
     kind = frames.dtype.newbyteorder("<") if frames.dtype.byteorder == ">" else frames.dtype
-    if kind.str not in fmt.FRAME_DTYPES:
+    if kind.str not in group_header.FRAME_DTYPES:
         raise FrameError(
             f"the codec stores integer and float frames, got {frames.dtype}; "
             "convert to uint8, uint16, float32 or float64"
@@ -358,7 +358,7 @@ def _compress(values: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, ban
     if bands == 1:
         return cctx.compress(planes(values, predictor)), ()
     h = values.shape[0]
-    rows = [fmt.band_rows(h, bands, b) for b in range(bands)]
+    rows = [group_header.band_rows(h, bands, b) for b in range(bands)]
     blobs = [cctx.compress(planes(values[start:stop], predictor)) for start, stop in rows]
     return b"".join(blobs), tuple(len(b) for b in blobs)
 
@@ -399,11 +399,11 @@ def _encode_lossless(
     fallback: bool,
     predictor: str,
     bands: int,
-) -> tuple[list[fmt.Record], list[bytes]]:
+) -> tuple[list[group_header.Record], list[bytes]]:
     n = arr.shape[0]
     p = predictor
     base_blob = _raw_blob(arr[b], p, cctx, bands)
-    records: list[fmt.Record] = []
+    records: list[group_header.Record] = []
     parts: list[bytes] = []
     offset = 0
     for i in range(n):
@@ -422,7 +422,7 @@ def _encode_lossless(
         else:
             kind, blob = "raw", _raw_blob(arr[i], p, cctx, bands)
         data, band_lengths = blob
-        records.append(fmt.Record(kind, ref, offset, len(data), parts=band_lengths))
+        records.append(group_header.Record(kind, ref, offset, len(data), parts=band_lengths))
         parts.append(data)
         offset += len(data)
     return records, parts

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.frames import Batch
+from ..frames import Batch
 from .distance import check_finite, frame_mse, peak_of
 from .grouping import Grouper, GroupingOptions, Span
 

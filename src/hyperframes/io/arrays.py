@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.frames import FrameSpec
 from ..errors import FrameError
+from ..frames import FrameSpec
 from .base import Chunk, Source
 
 SAME_AS_BEFORE = "like the frames before it"

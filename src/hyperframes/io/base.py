@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.frames import FrameSpec
+from ..frames import FrameSpec
 
 
 @dataclass

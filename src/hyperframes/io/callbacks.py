@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.frames import FrameSpec
+from ..frames import FrameSpec
 from .base import Sink
 
 

@@ -33,10 +33,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ..engine.frames import FrameSpec
 from ..errors import CorruptFrame, FrameError, MediaError
-from ._publish import fsync_path, publish_files
+from ..frames import FrameSpec
 from .base import Chunk, Sink, Source
+from .publish import fsync_path, publish_files
 from .video import CHANNELS, OnCorrupt, PixFmt, check_frames, frame_format
 
 #: Extensions a folder source picks up.

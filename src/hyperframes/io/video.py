@@ -45,8 +45,8 @@ import av.video.stream
 import cv2
 import numpy as np
 
-from ..engine.frames import FrameSpec
 from ..errors import CorruptFrame, FrameError, MediaError
+from ..frames import FrameSpec
 from .base import Chunk, Source
 from .fingerprint import video_fingerprint
 from .probe import damaged_message, iso_damage, open_video, stream_facts, vfr_suspected

@@ -21,16 +21,19 @@ import av.container
 import av.video.stream
 import numpy as np
 
-from ..engine.frames import FrameSpec
 from ..errors import FrameError, MediaError
-from ._publish import publish
+from ..frames import FrameSpec
 from .base import Sink
+from .publish import publish
 from .video import CHANNELS, check_frames, frame_format, i420_spec
 
 ENCODERS = ("libx264", "libx265", "ffv1", "libvpx-vp9", "mpeg4")
 _CRF_CODECS = frozenset({"libx264", "libx265", "libvpx-vp9"})
 _PRESET_CODECS = frozenset({"libx264", "libx265"})
 _FFV1_FORMATS = {1: "gray", 3: "bgr0", 4: "bgra"}
+#: Encoders that run their own threads and choose slices over frame threads when told
+#: ``thread_type="SLICE"``, PyAV's default; FFmpeg's default (``"AUTO"``) gets frame threads.
+_FRAME_THREADED = frozenset({"libx264"})
 
 
 class VideoSink(Sink):
@@ -68,6 +71,14 @@ class VideoSink(Sink):
         otherwise frame ``n`` is shown at ``n / fps``. Subsampled formats such as
         ``yuv420p`` need an even width and height; odd sizes are refused with a
         message rather than silently padded or cropped.
+
+        libx264 threads as the ``ffmpeg`` command does (``thread_type`` slice+frame,
+        ``threads`` auto): frame threads, 1.5 per core, and a lookahead thread, so the
+        calling thread only hands frames over. PyAV's own default (slices: each
+        ``encode`` call waits for its whole frame; ``threads=2 slices=2`` on 2 cores)
+        made a transcode 5-25 % slower on 2 cores (``benchmarks/transcode.py``). Pass
+        ``options={"thread_type": "slice"}`` for slices (one frame of latency) or
+        ``options={"threads": "N"}`` for another thread count.
     """
 
     def __init__(
@@ -146,6 +157,8 @@ class VideoSink(Sink):
             stream = self._container.add_stream(self.codec, rate=rate)
             assert isinstance(stream, av.video.stream.VideoStream)
             stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
+            if self.codec in _FRAME_THREADED:
+                stream.codec_context.thread_type = "AUTO"
             options: dict[str, object] = dict(self.options)
             stream.options = options
         except (av.FFmpegError, ValueError) as exc:

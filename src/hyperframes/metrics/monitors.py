@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..engine.report import RunReport
     from ..engine.runner import Monitor
-    from .report import RunReport
 
 
 class Monitors:

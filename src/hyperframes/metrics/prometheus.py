@@ -17,7 +17,7 @@ Note:
     the measured overhead of a run with the exporter against one without.
 
 Bound to a loopback address, the endpoint answers 403 to a request whose ``Host``
-header is not a loopback name or its own address (:mod:`._hosts`), as the viewer does:
+header is not a loopback name or its own address (:mod:`.hosts`), as the viewer does:
 a web page elsewhere cannot read it through DNS rebinding.
 """
 
@@ -31,8 +31,8 @@ from socketserver import ThreadingMixIn
 from typing import Any, Literal
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from ._hosts import allowed_hosts, host_allowed
-from .report import RunReport
+from ..engine.report import RunReport
+from .hosts import allowed_hosts, host_allowed
 
 DEFAULT_HOST = "127.0.0.1"
 POLL_S = 0.05

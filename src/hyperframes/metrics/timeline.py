@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .report import RunReport
+from ..engine.report import RunReport
 
 INSTALL = "pip install 'hyperframes-engine[plot]' (or pip install matplotlib)"
 PLOTS = ("stage_utilisation.png", "queue_depth.png")

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from ..engine.frames import FrameSpec
 from ..errors import StoreCorrupt, StoreError
+from ..frames import FrameSpec
 
 FORMAT_NAME = "hyperframes.store"
 VERSION = 1

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.frames import FrameSpec
 from ..engine.sizing import auto_batch
 from ..errors import StoreError
+from ..frames import FrameSpec
 from ..hyper.grouping import DEFAULT_MAX_LEN
 from ..io.base import Sink
 from .writer import StoreWriter

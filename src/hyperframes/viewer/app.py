@@ -33,7 +33,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import StoreCorrupt, StoreError
-from ..metrics._hosts import host_allowed
+from ..metrics.hosts import host_allowed
 from ._deps import missing
 from .frames import FORMATS, EncodeError, FrameServer, ImageFormat
 from .live import LiveMonitor

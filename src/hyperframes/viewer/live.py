@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..metrics.report import RunReport
+from ..engine.report import RunReport
 
 Snapshot = Callable[[], dict[str, Any]]
 WINDOW_S = 5.0

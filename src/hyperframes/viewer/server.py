@@ -21,7 +21,7 @@ import socket
 import threading
 from typing import Any
 
-from ..metrics._hosts import LOOPBACK_NAMES, allowed_hosts, is_loopback
+from ..metrics.hosts import LOOPBACK_NAMES, allowed_hosts, is_loopback
 from ._deps import missing
 
 try:

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.pipeline import Pipeline
 from ..engine.runner import Monitor, ProgressFn
 from ..hyper.grouping import GroupingOptions
 from ..io.video import VideoSource
+from ..pipeline import Pipeline
 from ..store import FrameStore, StoreSink, is_store
 
 

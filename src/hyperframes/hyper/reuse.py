@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StageError
-from .frames import Batch, FramePool
+from ..frames import Batch, FramePool
 
 
 def mse_bound(*, reuse_psnr: float | None, reuse_mse: float | None) -> float:
@@ -83,7 +83,7 @@ class ReuseStrategy:
         return out
 
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> Any:
-        from ..hyper.distance import frame_mse
+        from .distance import frame_mse
 
         if "hyperframe" not in batch.meta:
             raise StageError(
@@ -208,7 +208,7 @@ class ReuseStrategy:
     def _check(
         self, verify: list[int], source: list[int | None], computed: dict[int, Any], carried: Any
     ) -> None:
-        from ..hyper.quality import mse
+        from .quality import mse
 
         for j in verify:
             src = source[j]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Cancelled, PoolExhausted
+from .errors import Cancelled, PoolExhausted
 
 MAX_BATCH_SIZE = 4096
 

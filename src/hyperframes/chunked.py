@@ -13,7 +13,8 @@ one each segment is encoded on its own, so frames match up to encoding.
 Example:
     >>> def build(p):  # doctest: +SKIP
     ...     return p.map(denoise, window=(2, 2), workers=2)
-    >>> RayExecutor().run_chunked("in.mp4", "out.mkv", build, codec="ffv1")  # doctest: +SKIP
+    >>> run_chunked("in.mp4", "out.mkv", build, codec="ffv1")  # doctest: +SKIP
+    ChunkedReport(frames=..., segments=..., reused=0, ...)
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from typing import Any
 import av
 import numpy as np
 
-from ..engine.pipeline import Pipeline
-from ..engine.window import HaloStream
-from ..errors import MediaError
-from ..io._publish import publish
-from ..io.base import Sink
-from ..io.video import VideoSource
-from ..io.video_sink import VideoSink
+from .engine.window import HaloStream
+from .errors import MediaError
+from .executors.ray import RayExecutor
+from .io.base import Sink
+from .io.publish import publish
+from .io.video import VideoSource
+from .io.video_sink import VideoSink
+from .pipeline import Pipeline
 
 Build = Callable[[Pipeline], Pipeline]
 
@@ -158,11 +160,11 @@ def join(parts: list[Path], offsets: list[float], output: Path) -> None:
 
 
 def run_chunked(
-    ray: Any,
     source: str | os.PathLike[str],
     output: str | os.PathLike[str],
     build: Build,
     *,
+    executor: RayExecutor | None = None,
     segment_frames: int = 1024,
     batch_size: int = 32,
     work_dir: str | os.PathLike[str] | None = None,
@@ -174,7 +176,6 @@ def run_chunked(
     """Process ``source`` into ``output`` in keyframe-aligned segments, one Ray task each.
 
     Args:
-        ray: the ``ray`` module (initialised).
         source: the input video.
         output: the output video; its extension picks the container.
         build: adds the stages: ``build(pipeline) -> pipeline`` (map stages, windowed or
@@ -185,6 +186,9 @@ def run_chunked(
             next to the output. Rerunning with the same inputs reuses finished segments.
         keep_segments: keep the segment folder after a successful join.
         overwrite: replace an existing output.
+        executor: the Ray connection to use; by default a new
+            :class:`~hyperframes.executors.ray.RayExecutor` (which starts a local Ray or
+            joins ``RAY_ADDRESS``).
         task_options: Ray options of every segment task (``num_cpus``...).
         sink_options: options of each segment's :class:`~hyperframes.io.video_sink.VideoSink`
             (``codec``, ``crf``, ``preset``, ``pix_fmt``, ``options``).
@@ -207,6 +211,7 @@ def run_chunked(
     folder = Path(work_dir) if work_dir else output.with_name(f".{output.name}.segments")
     parts = _prepare(folder, source, segments, halo, sink_options, output.suffix)
     todo = [k for k, part in enumerate(parts) if not part.exists()]
+    ray = (executor or RayExecutor()).ray
     task = ray.remote(process_segment).options(**(task_options or {"num_cpus": 1}))
     refs = {
         task.remote(

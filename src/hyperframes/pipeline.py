@@ -21,21 +21,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..executors import Executor, get_executor
-from ..io.arrays import ArraySource, IndexSource, IterableSource, check_frame
-from ..io.base import Sink, Source
-from ..io.callbacks import CallbackSink, CollectSink, NullSink
-from ..metrics.report import RunReport
-from .faults import FaultPolicy
+from .engine.faults import FaultPolicy
+from .engine.report import RunReport
+from .engine.runner import Monitor, ProgressFn, Runner, exclusive
+from .engine.stage import Call, Stage, on_frames
+from .engine.window import HaloStream, WindowCall, check_window
+from .executors import Executor, get_executor
 from .frames import Batch, FrameSpec, check_batch_size
-from .reuse import ReuseStrategy, mse_bound
-from .runner import Monitor, ProgressFn, Runner, exclusive
-from .stage import Call, Stage, on_frames
-from .window import HaloStream, WindowCall, check_window
+from .hyper.reuse import ReuseStrategy, mse_bound
+from .io.arrays import ArraySource, IndexSource, IterableSource, check_frame
+from .io.base import Sink, Source
+from .io.callbacks import CallbackSink, CollectSink, NullSink
 
 if TYPE_CHECKING:
-    from ..hyper.distance import DistanceKind
-    from ..hyper.grouping import Rule
+    from .hyper.distance import DistanceKind
+    from .hyper.grouping import Rule
 
 DEFAULT_SLOT_TIMEOUT = 300.0
 #: Where a rendered frame's expected shape comes from, as error messages say it.
@@ -226,8 +226,8 @@ class Pipeline:
         ``meta["hf_pos"]`` and ``meta["hf_len"]``. Options default to the measured
         defaults of :class:`~hyperframes.hyper.grouping.GroupingOptions`.
         """
-        from ..hyper.grouping import GroupingOptions
-        from ..hyper.tagging import GroupTagger
+        from .hyper.grouping import GroupingOptions
+        from .hyper.tagging import GroupTagger
 
         defaults = GroupingOptions()
         options = GroupingOptions(
@@ -284,7 +284,7 @@ class Pipeline:
 
     def write_images(self, directory: str | Path, **options: Any) -> Pipeline:
         """Write every frame as an image file (see ``ImageSequenceSink`` for options)."""
-        from ..io.images import ImageSequenceSink
+        from .io.images import ImageSequenceSink
 
         return self.to(ImageSequenceSink(directory, **options))
 
@@ -335,8 +335,8 @@ class Pipeline:
             and frames. Every thread is joined and every slot released before it is raised.
         """
         if metrics_port is not None:
-            from ..metrics.monitors import Monitors
-            from ..metrics.prometheus import PrometheusExporter
+            from .metrics.monitors import Monitors
+            from .metrics.prometheus import PrometheusExporter
 
             exporter = PrometheusExporter(port=metrics_port, host=metrics_host)
             monitor = Monitors([exporter] if monitor is None else [exporter, monitor])

@@ -1,0 +1,91 @@
+"""The layers of docs/architecture.md, held: no import runs up a floor, and no circle.
+
+Every module's imports of other hyperframes modules (at the top, inside functions and
+under TYPE_CHECKING alike) are read with ``ast``; each part sits on a floor and may
+import its own floor's modules (within its own part) and any floor below.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import hyperframes
+
+ROOT = Path(hyperframes.__file__).parent
+
+FLOORS = {
+    "errors": 0, "_version": 0,
+    "frames": 1,
+    "executors": 2, "io": 2,
+    "engine": 3,
+    "hyper": 4, "metrics": 4,
+    "store": 5, "_estimate": 5,
+    "pipeline": 6, "gpu": 6,
+    "analysis": 7, "chunked": 7,
+    "viewer": 8,
+    "cli": 9,
+    "__init__": 10, "__main__": 10,
+}  # fmt: skip
+"""The floor of each part: a top-level module or subpackage of ``hyperframes``."""
+
+PUBLIC_API_USERS = {"cli", "viewer"}
+"""Parts on top that may import the public API from the package root (``from .. import
+Pipeline``), as a user would."""
+
+
+def part_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports() -> list[tuple[str, str, int]]:
+    """``(module, imported module, line)`` for every import of a hyperframes module."""
+    found = []
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT.parent).with_suffix("")
+        module = ".".join(rel.parts).removesuffix(".__init__")
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+                names = [f"{target}.{a.name}" for a in node.names] if not node.module else []
+                found += [(module, t, node.lineno) for t in [target, *names] if t]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hyperframes"):
+                found.append((module, node.module or "", node.lineno))
+            elif isinstance(node, ast.Import):
+                found += [(module, a.name, node.lineno) for a in node.names
+                          if a.name.startswith("hyperframes")]  # fmt: skip
+    return found
+
+
+def test_every_part_has_a_floor():
+    parts = {p.stem if p.is_file() else p.name for p in ROOT.iterdir()
+             if (p.suffix == ".py" or (p / "__init__.py").is_file())}  # fmt: skip
+    assert parts == set(FLOORS)
+
+
+def test_no_import_runs_up_a_floor():
+    upward = []
+    for module, target, line in imports():
+        if not target.startswith("hyperframes."):
+            continue
+        here, there = part_of(module), part_of(target)
+        if here == there or (here in PUBLIC_API_USERS and there not in FLOORS):
+            continue  # the same part, or a name of the public API (hyperframes.Pipeline)
+        if FLOORS.get(there, 99) >= FLOORS[here]:
+            upward.append(f"{module}:{line} imports {target} ({here} {FLOORS[here]} -> "
+                          f"{there} {FLOORS.get(there)})")  # fmt: skip
+    assert upward == []
+
+
+def test_no_part_reaches_into_another_parts_private_module():
+    reaching = [
+        f"{module}:{line} imports {target}"
+        for module, target, line in imports()
+        if target.startswith("hyperframes.")
+        and part_of(target) != part_of(module)
+        and any(seg.startswith("_") and not seg.startswith("__") for seg in target.split(".")[2:])
+    ]
+    assert reaching == []
