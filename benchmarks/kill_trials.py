@@ -401,7 +401,7 @@ def interrupt(
     for attempt in range(1, tries + 1):
         child = start(argv, cwd)
         at_signal = 0.0
-        late = False  # the whole output was written before the moment came: try again
+        late = False  # no mid-run moment (nothing or everything written): try again
         try:
             # Another process's files: only polling sees them change (no thread to join).
             while not progressed():
@@ -411,7 +411,7 @@ def interrupt(
             if child.poll() is None:
                 time.sleep(delay)  # the random moment itself
                 at_signal = measure()
-                late = at_signal >= 1.0
+                late = not 0.0 < at_signal < 1.0  # nothing, or everything, written yet
                 if not late:
                     child.send_signal(signum)  # no-op once the child has exited and been reaped
             elif child.returncode != 0:

@@ -38,7 +38,7 @@ DEFAULT_HOST = "127.0.0.1"
 POLL_S = 0.05
 """How often the server loop checks for ``stop``: the most ``stop`` waits for it (the
 standard 0.5 s would add a quarter of a second to every run on average)."""
-INSTALL = "pip install 'hyperframes-engine[metrics]' (or pip install prometheus-client)"
+INSTALL = "pip install prometheus-client (a dependency of hyperframes-engine that is missing here)"
 
 Kind = Literal["counter", "gauge"]
 Snapshot = Callable[[], dict[str, Any]]

@@ -411,7 +411,8 @@ def resume_point(path: str | os.PathLike[str]) -> tuple[int, bool]:
         StoreError, StoreCorrupt: a store that cannot be read.
     """
     folder = Path(path)
-    if not (folder / _env.DATA_FILE).is_file():
+    data = folder / _env.DATA_FILE
+    if not data.is_file() or data.stat().st_size == 0:  # killed before LMDB wrote a page
         return 0, False
     handles = _env.acquire(folder, writable=False)
     try:
