@@ -97,6 +97,8 @@ def _kill_mid_pack(args: list[str], store: Path, delay: float, total: int) -> tu
             if child.poll() is None:
                 child.kill()
                 child.wait()
+            if child.stderr is not None:
+                child.stderr.close()  # also when polling raised before communicate()
         assert child.returncode in (0, -signal.SIGKILL), err
         committed, _ = resume_point(store)
         if 0 < committed < total:
