@@ -240,6 +240,7 @@ class Pipeline:
         stage = Stage(
             self._unique("group"),
             make_stream=lambda size: GroupTagger(options, batch_size=size),
+            facts={"grouping": options.recorded()},
         )
         return dataclasses.replace(self, stages=(*self.stages, stage))
 

@@ -224,3 +224,13 @@ def test_term_and_hup_interrupt_like_ctrl_c(signum):
             pass
     assert isinstance(caught.value, KeyboardInterrupt) and caught.value.signum == signum
     assert signal.getsignal(signum) == before
+
+
+def test_the_store_records_the_grouping_the_stage_used(tmp_path, synthetic_mp4):
+    store = tmp_path / "g.hfs"
+    line = hf.Pipeline.from_source(hf.VideoSource(synthetic_mp4)).group(max_len=4)
+    line.to(hf.StoreSink(store)).run()
+    with hf.FrameStore(store) as packed:
+        assert packed.header.grouping == GroupingOptions(max_len=4).recorded()
+    with pytest.raises(StoreError, match="differs from the options the .group"):
+        line.to(hf.StoreSink(tmp_path / "h.hfs", grouping={"max_len": 60})).run()

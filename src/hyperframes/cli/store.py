@@ -104,10 +104,9 @@ def run_pack(args: argparse.Namespace) -> int:
         ).close(complete=True)  # fmt: skip
         return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
     source = VideoSource(args.input, start=start, size=args.size)
-    sink = StoreSink(
-        args.store, tier=tier, psnr=args.psnr, intra=args.intra, grouping=grouping,
-        workers=args.workers, pending_bytes=plan.pending_bytes, resume=args.resume,
-        overwrite=args.overwrite,
+    sink = StoreSink(  # records the grouping the .group() stage below uses
+        args.store, tier=tier, psnr=args.psnr, intra=args.intra, workers=args.workers,
+        pending_bytes=plan.pending_bytes, resume=args.resume, overwrite=args.overwrite,
     )  # fmt: skip
     pipeline = (
         Pipeline.from_source(source, batch_size=args.batch_size)

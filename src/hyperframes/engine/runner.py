@@ -18,11 +18,12 @@ How a run stays flat, busy and safe:
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -33,7 +34,18 @@ from ..io.base import Sink, Source
 from .channel import END, Channel
 from .faults import DeadLetters
 from .reorder import ReorderBuffer
-from .report import RunReport, StageStats
+from .report import (
+    MeasuresQuality,
+    PoolSnapshot,
+    ReportsFigures,
+    RunReport,
+    RunSnapshot,
+    SnapshotFn,
+    SourceFigures,
+    StageQuality,
+    StageSnapshot,
+    StageStats,
+)
 from .sizing import Plan, default_budget, parse_memory, plan_run
 from .stage import Stage
 from .stage_run import StageRun
@@ -64,12 +76,13 @@ class Monitor(Protocol):
     """Watches a run while it goes (a metrics exporter, a live page).
 
     ``start`` is called in the caller's thread before any frame moves, with the run's
-    :meth:`Runner.snapshot` function, which is cheap, thread-safe and may be called at any
-    time from any thread until ``stop``. ``stop`` gets the report, or ``None`` after a
+    :meth:`Runner.snapshot` function (it returns a frozen :class:`~.report.RunSnapshot`),
+    which is cheap, thread-safe and may be called at any time from any thread until
+    ``stop``. ``stop`` gets the report, or ``None`` after a
     failure.
     """
 
-    def start(self, snapshot: Callable[[], dict[str, Any]]) -> None: ...
+    def start(self, snapshot: SnapshotFn) -> None: ...
 
     def stop(self, report: RunReport | None) -> None: ...
 
@@ -400,7 +413,10 @@ class Runner:
             )
 
     def _open_sink(self, spec: FrameSpec) -> None:
-        self.sink.open(spec, dict(getattr(self.source, "info", {})))
+        info = dict(getattr(self.source, "info", {}))
+        for stage in self.stages:  # what stages tell the sink (a grouping's options)
+            info.update(stage.facts or {})
+        self.sink.open(spec, info)
         self._sink_open = True
 
     def _declared_spec(self) -> FrameSpec:
@@ -475,56 +491,88 @@ class Runner:
             extra={r.name: figures for r in self.runs if (figures := r.summary()) is not None},
         )
 
-    def snapshot(self) -> dict[str, Any]:
-        """The run's figures right now (for monitors): a JSON-ready dict.
+    def snapshot(self) -> RunSnapshot:
+        """The run's figures right now, for monitors: cheap, thread-safe, any time.
 
-        Keys: ``elapsed_s``, ``frames`` (delivered), ``total`` (or None), ``batch_size``,
-        ``stages`` (per stage: name, workers, frames, batches, busy_s, wait_in_s, wait_out_s,
-        queue_depth, queue_capacity), ``pools`` (per pool: name, slots, in_use, high_water,
-        slot_bytes), ``reorder_depth``, ``head_of_line_wait_s``, ``failures`` (count) and
-        ``extra`` (stage figures such as grouping and reuse).
+        Besides the counters of every stage and pool it carries the error a stage measured
+        recently (``StageSnapshot.quality``, from a stream or strategy that
+        :class:`~.report.MeasuresQuality`, such as reuse) and what the source reports of
+        its reads (``source_figures``, from a source that :class:`~.report.ReportsFigures`,
+        such as a store's cache tiers).
         """
-        stages = []
         depths = [0, *[len(ch) for ch in self.channels]]
         capacities = [0, *[ch.capacity for ch in self.channels]]
+        quality = [None, *[_quality(run) for run in self.runs], None]
+        stages = []
         for k, st in enumerate(self.stats):
             row = st.summary()
             stages.append(
-                {
-                    "name": row.name,
-                    "workers": row.workers,
-                    "frames": row.frames,
-                    "batches": row.batches,
-                    "busy_s": row.busy_s,
-                    "wait_in_s": row.wait_in_s,
-                    "wait_out_s": row.wait_out_s,
-                    "queue_depth": depths[k],
-                    "queue_capacity": capacities[k],
-                }
+                StageSnapshot(
+                    name=row.name,
+                    workers=row.workers,
+                    frames=row.frames,
+                    batches=row.batches,
+                    busy_s=row.busy_s,
+                    wait_in_s=row.wait_in_s,
+                    wait_out_s=row.wait_out_s,
+                    queue_depth=depths[k],
+                    queue_capacity=capacities[k],
+                    quality=quality[k],
+                )
             )
-        pools = [
-            {
-                "name": p.name,
-                "slots": p.slots,
-                "in_use": p.in_use,
-                "high_water": p.high_water,
-                "slot_bytes": p.slot_nbytes,
-            }
+        pools = tuple(
+            PoolSnapshot(p.name, p.slots, p.in_use, p.high_water, p.slot_nbytes)
             for p in self._pools()
-        ]
-        return {
-            "elapsed_s": time.perf_counter() - self._start,
-            "frames": self._delivered,
-            "total": self.source.length,
-            "batch_size": self.pool.batch_size,
-            "stages": stages,
-            "pools": pools,
-            "reorder_depth": len(self._reorder),
-            "head_of_line_wait_s": self._hol_wait,
-            "failures": len(self.dead.snapshot()),
-            "extra": {r.name: f for r in self.runs if (f := r.summary()) is not None},
-        }
+        )
+        return RunSnapshot(
+            elapsed_s=time.perf_counter() - self._start,
+            frames=self._delivered,
+            total=self.source.length,
+            batch_size=self.pool.batch_size,
+            stages=tuple(stages),
+            pools=pools,
+            reorder_depth=len(self._reorder),
+            head_of_line_wait_s=self._hol_wait,
+            failures=len(self.dead.snapshot()),
+            extra={r.name: dict(f) for r in self.runs if (f := r.summary()) is not None},
+            source_figures=_source_figures(self.source),
+        )
 
     def leaks(self) -> dict[str, int]:
         """Slots still held per pool after the run (all zero unless something is wrong)."""
         return {p.name: p.acquired - p.released for p in self._pools()}
+
+
+@functools.cache
+def _implements(kind: type, protocol: type) -> bool:
+    """Whether objects of ``kind`` have the methods of ``protocol`` (a runtime protocol).
+
+    Cached by type: ``isinstance`` against a protocol costs about 10 µs a call, too much
+    for a snapshot taken many times a second.
+    """
+    return issubclass(kind, protocol)
+
+
+def _quality(run: StageRun) -> StageQuality | None:
+    """The error a stage's stream or strategy measured recently, if it measures one."""
+    for part in (run.stream, run.strategy):
+        if part is not None and _implements(type(part), MeasuresQuality):
+            return cast(MeasuresQuality, part).quality()
+    return None
+
+
+def _source_figures(source: Source) -> SourceFigures:
+    """What ``source`` reports of its reads, if it reports anything.
+
+    Raises:
+        TypeError: its ``figures()`` returned something other than :class:`SourceFigures`.
+    """
+    if not _implements(type(source), ReportsFigures):
+        return SourceFigures()
+    figures = cast(ReportsFigures, source).figures()
+    if not isinstance(figures, SourceFigures):
+        raise TypeError(
+            f"{type(source).__name__}.figures() must return a SourceFigures "
+            f"(hyperframes.engine.report), got {type(figures).__name__}"
+        )
+    return figures

@@ -17,7 +17,7 @@ reuse of results inside a hyperframe (``engine.reuse``), neighbour frames
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -97,6 +97,8 @@ class Stage:
             run (then ``fn`` is not used and the stage is ordered).
         make_strategy: makes the per-run state of a compute strategy such as reuse.
         split: calls of ``fn`` the strategy may make at once on parts of one batch.
+        facts: what the stage tells the sink about the frames (merged into the ``info``
+            the sink opens with), e.g. the grouping options a grouping stage used.
     """
 
     name: str
@@ -111,6 +113,7 @@ class Stage:
     make_stream: Callable[[int], Stream] | None = None
     make_strategy: Callable[[], Strategy] | None = None
     split: int = 1
+    facts: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -71,6 +71,18 @@ class GroupingOptions:
     max_len: int = DEFAULT_MAX_LEN
     rule: Rule = "adjacent"
     distance: DistanceKind = "exact"
+
+    def recorded(self) -> dict[str, Any]:
+        """The options as a store records them (``rule`` and ``distance`` only when they are
+        not the defaults, so stores packed before they existed compare equal)."""
+        out: dict[str, Any] = {
+            "threshold": self.threshold, "min_len": self.min_len, "max_len": self.max_len,
+        }  # fmt: skip
+        if self.rule != "adjacent":
+            out["rule"] = self.rule
+        if self.distance != "exact":
+            out["distance"] = self.distance
+        return out
 
     def __post_init__(self) -> None:
         t = self.threshold

@@ -99,7 +99,8 @@ class StoreSink(Sink):
         level: zstd level.
         intra: how frames stored whole are coded, ``"gradient"`` or ``"webp"`` (smaller,
             slower; see :class:`~hyperframes.store.writer.StoreWriter`).
-        grouping: the grouping options, recorded in the header (and checked on resume).
+        grouping: the grouping options to record; by default those the ``.group()``
+            stage before the sink uses (what is recorded is checked on resume).
         workers: encoding threads.
         pending_bytes: the most bytes of frames the writer holds while groups are encoded
             (see :func:`plan_pack`); by default up to ``2 * workers`` groups.
@@ -138,7 +139,17 @@ class StoreSink(Sink):
         self._next = 0
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
-        self._writer = StoreWriter(self.path, spec, info, **self.options)
+        """Start the writer; the grouping recorded is the one the ``.group()`` stage used
+        (``info["grouping"]``), which must agree with ``grouping=`` when both are given."""
+        options = dict(self.options)
+        used, given = info.get("grouping"), options.pop("grouping")
+        if used is not None and given is not None and used != given:
+            raise StoreError(
+                f"StoreSink(grouping={given}) differs from the options the .group() stage "
+                f"uses ({used}); leave grouping= out: the sink records what the stage uses"
+            )
+        grouping = used if used is not None else given
+        self._writer = StoreWriter(self.path, spec, info, grouping=grouping, **options)
         self._next = self._writer.frames
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
