@@ -232,5 +232,5 @@ def test_the_store_records_the_grouping_the_stage_used(tmp_path, synthetic_mp4):
     line.to(hf.StoreSink(store)).run()
     with hf.FrameStore(store) as packed:
         assert packed.header.grouping == GroupingOptions(max_len=4).recorded()
-    with pytest.raises(StoreError, match="differs from the options the .group"):
+    with pytest.raises(StoreError, match=r"differs from the options the \.group"):
         line.to(hf.StoreSink(tmp_path / "h.hfs", grouping={"max_len": 60})).run()
