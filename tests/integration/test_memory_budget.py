@@ -118,3 +118,23 @@ def test_pack_at_4k_follows_the_budget(clip_4k, tmp_path):
     assert json.loads(summary)["frames"] == 24
     # 512 MiB of frames, plus the decoder's and the codec's own buffers (about 300 MiB)
     assert int(over) <= (512 + 320) * MIB, f"{int(over) / MIB:.0f} MiB over the baseline"
+
+
+def invert_in_place(frames: np.ndarray) -> np.ndarray:
+    np.bitwise_not(frames, out=frames)
+    return frames
+
+
+def test_processes_follow_the_same_budget():
+    """Shared-memory pools are the budget too: the plan does not depend on the executor."""
+    import hyperframes as hf
+
+    frames = np.zeros((64, 270, 480, 3), np.uint8)
+    budget = 8 << 20
+    report = (
+        hf.Pipeline.from_frames(frames)
+        .map(invert_in_place, workers=2)
+        .run(executor="processes", memory=budget)
+    )
+    assert report.frames == 64 and report.memory_budget == budget
+    assert report.pool_bytes <= budget and report.batch_size == 4  # 5 slots of 4 frames fit
