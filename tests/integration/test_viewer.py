@@ -34,9 +34,8 @@ def frames(make_frames: Callable[..., np.ndarray]) -> np.ndarray:
 @pytest.fixture
 def store_path(tmp_path: Path, frames: np.ndarray) -> Path:
     path = tmp_path / "clip.hfs"
-    grouping = {"threshold": 0.02, "min_len": 1, "max_len": 8}
     pipeline = Pipeline.from_frames(frames, batch_size=8).group(threshold=0.02, max_len=8)
-    pipeline.to(StoreSink(path, grouping=grouping)).run()
+    pipeline.to(StoreSink(path)).run()  # the sink records the options the stage used
     return path
 
 

@@ -19,6 +19,13 @@ pytest.importorskip("uvicorn")
 
 from hyperframes import Pipeline
 from hyperframes.cli import view as view_cli
+from hyperframes.engine.report import (
+    CacheTier,
+    RunSnapshot,
+    SourceFigures,
+    StageQuality,
+    StageSnapshot,
+)
 from hyperframes.store import StoreSink
 from hyperframes.viewer import (
     BackgroundServer,
@@ -30,7 +37,7 @@ from hyperframes.viewer import (
     open_viewed,
     start_live_view,
 )
-from hyperframes.viewer.live import rates, stage_frames
+from hyperframes.viewer.live import rates, shown_figures, stage_frames
 from hyperframes.viewer.server import allowed_hosts
 
 pytestmark = pytest.mark.usefixtures("no_thread_leak")
@@ -111,7 +118,13 @@ def test_a_background_server_serves_the_viewer(
 
 
 def test_rates_are_frames_per_second_over_the_window() -> None:
-    snap = {"frames": 8, "stages": [{"name": "decode", "frames": 16}]}
+    snap = RunSnapshot(
+        elapsed_s=2.0,
+        frames=8,
+        total=None,
+        batch_size=4,
+        stages=(StageSnapshot("decode", 1, 16, 4, 1.0, 0.0, 0.0),),
+    )
     assert stage_frames(snap) == {"decode": 16, "(delivered)": 8}
     history = [(0.0, {"decode": 0, "(delivered)": 0}), (2.0, {"decode": 16, "(delivered)": 8})]
     assert rates(history) == {"decode": 8.0, "(delivered)": 4.0}
@@ -139,6 +152,39 @@ def test_the_live_monitor_follows_a_run() -> None:
     final = monitor.view()
     assert final["state"] == "finished" and final["report"]["frames"] == 32
     assert final["runs"] == 1 and "run" not in final
+
+
+def test_the_page_shows_a_stages_psnr_and_the_sources_cache_tiers_as_strict_json() -> None:
+    """An exact PSNR is infinite: the page's JSON must still parse (no Infinity)."""
+    exact = StageQuality.of_mse(0.0, samples=4, window=64)
+    lossy = StageQuality.of_mse(1e-4, samples=4, window=64)
+    snap = RunSnapshot(
+        elapsed_s=1.0,
+        frames=8,
+        total=16,
+        batch_size=4,
+        stages=(
+            StageSnapshot("source", 1, 8, 2, 0.1, 0.0, 0.0),
+            StageSnapshot("reuse", 1, 8, 2, 0.2, 0.0, 0.0, queue_capacity=3, quality=exact),
+            StageSnapshot("lossy", 1, 8, 2, 0.2, 0.0, 0.0, queue_capacity=3, quality=lossy),
+        ),
+        extra={"reuse": {"computed": 2, "reused": 6}},
+        source_figures=SourceFigures(cache=(CacheTier("warm", hits=3, misses=1, bytes=99),)),
+    )
+    shown = shown_figures(snap)
+    assert shown["reuse"] == {"computed": 2, "reused": 6, "psnr_db_recent": "exact"}
+    assert shown["lossy"] == {"psnr_db_recent": 40.0}
+    assert shown["source"] == {"warm_hits": 3, "warm_misses": 1, "warm_bytes": 99}
+    monitor = LiveMonitor()
+    monitor.start(lambda: snap)
+    view = json.loads(json.dumps(monitor.view(), allow_nan=False))
+    stages = {s["name"]: s for s in view["run"]["stages"]}
+    assert stages["reuse"]["quality"]["psnr_db"] is None  # exact
+    assert stages["lossy"]["quality"]["psnr_db"] == pytest.approx(40.0)
+    assert stages["lossy"]["busy_share"] == 0.2
+    assert view["run"]["source_figures"]["cache"][0]["hits"] == 3
+    assert view["run"]["extra"] == json.loads(json.dumps(shown))
+    monitor.stop(None)
 
 
 def test_start_live_view_serves_the_monitor() -> None:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from hyperframes.engine.report import RunSnapshot
 from hyperframes.metrics.hosts import allowed_hosts, host_allowed, is_loopback, split_host
 from hyperframes.metrics.prometheus import PrometheusExporter
 
@@ -56,7 +57,7 @@ def test_loopback_binds_accept_loopback_names_and_their_own_address() -> None:
 @pytest.fixture
 def exporter() -> Iterator[PrometheusExporter]:
     exporter = PrometheusExporter(port=0)  # 127.0.0.1
-    exporter.start(lambda: {"elapsed_s": 1.0, "frames": 3, "stages": []})
+    exporter.start(lambda: RunSnapshot(elapsed_s=1.0, frames=3, total=None, batch_size=1))
     try:
         yield exporter
     finally:

@@ -10,6 +10,14 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
+from hyperframes.engine.report import (
+    CacheTier,
+    PoolSnapshot,
+    RunSnapshot,
+    SourceFigures,
+    StageQuality,
+    StageSnapshot,
+)
 from hyperframes.metrics.prometheus import (
     BY_NAME,
     DEFAULT_HOST,
@@ -25,42 +33,25 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 
-def snapshot(**extra):
-    return {
-        "elapsed_s": 1.5,
-        "frames": 32,
-        "total": None,
-        "batch_size": 8,
-        "stages": [
-            {
-                "name": "source",
-                "workers": 1,
-                "frames": 40,
-                "batches": 5,
-                "busy_s": 0.5,
-                "wait_in_s": 0.0,
-                "wait_out_s": 0.1,
-                "queue_depth": 0,
-                "queue_capacity": 0,
-            },
-            {
-                "name": "map:f",
-                "workers": 2,
-                "frames": 36,
-                "batches": 5,
-                "busy_s": 1.25,
-                "wait_in_s": 0.2,
-                "wait_out_s": 0.3,
-                "queue_depth": 3,
-                "queue_capacity": 5,
-            },
-        ],
-        "pools": [{"name": "source", "slots": 8, "in_use": 4, "high_water": 6, "slot_bytes": 1024}],
-        "reorder_depth": 2,
-        "head_of_line_wait_s": 0.05,
-        "failures": 1,
-        "extra": extra,
-    }
+def snapshot(source_figures=None, quality=None, **extra):
+    return RunSnapshot(
+        elapsed_s=1.5,
+        frames=32,
+        total=None,
+        batch_size=8,
+        stages=(
+            StageSnapshot("source", 1, 40, 5, 0.5, 0.0, 0.1, queue_depth=0, queue_capacity=0),
+            StageSnapshot(
+                "map:f", 2, 36, 5, 1.25, 0.2, 0.3, queue_depth=3, queue_capacity=5, quality=quality
+            ),
+        ),
+        pools=(PoolSnapshot("source", slots=8, in_use=4, high_water=6, slot_bytes=1024),),
+        reorder_depth=2,
+        head_of_line_wait_s=0.05,
+        failures=1,
+        extra=extra,
+        source_figures=source_figures or SourceFigures(),
+    )
 
 
 def samples(rows):
@@ -99,6 +90,42 @@ def test_extra_figures_flow_through_generically():
     assert got[("hyperframes_stage_figure", ("read", "warm_bytes"))] == 7
     assert not any(key[1] == ("map:f", "verified") for key in got)  # booleans are not numbers
     assert not any(key[1] == ("map:f", "note") for key in got)
+
+
+def test_a_stages_measured_psnr_is_typed_and_exported():
+    quality = StageQuality.of_mse(1e-4, samples=10, window=64)
+    got = samples(metric_rows(snapshot(quality=quality)))
+    assert got[("hyperframes_psnr_db", ("map:f",))] == pytest.approx(40.0)
+    assert got[("hyperframes_psnr_window_frames", ("map:f",))] == 10
+    assert ("hyperframes_psnr_db", ("source",)) not in got  # measures nothing
+    exact = StageQuality.of_mse(0.0, samples=3, window=64)
+    assert samples(metric_rows(snapshot(quality=exact)))[("hyperframes_psnr_db", ("map:f",))] == (
+        float("inf")
+    )
+    assert not any(name == "hyperframes_psnr_db" for name, _ in samples(metric_rows(snapshot())))
+
+
+def test_a_sources_cache_tiers_and_figures_are_exported_with_a_tier_label():
+    figures = SourceFigures(
+        cache=(
+            CacheTier("hot", hits=7, misses=3, bytes=4096, capacity_bytes=8192, entries=2),
+            CacheTier("warm", hits=1, misses=2, bytes=100, capacity_bytes=1000, evictions=5),
+            CacheTier("cold", hits=2, misses=0, bytes=123456, capacity_bytes=123456),
+        ),
+        numbers={"records_read": 2.0},
+    )
+    got = samples(metric_rows(snapshot(source_figures=figures)))
+    assert got[("hyperframes_cache_hits_total", ("source", "hot"))] == 7
+    assert got[("hyperframes_cache_misses_total", ("source", "hot"))] == 3
+    assert got[("hyperframes_cache_bytes", ("source", "hot"))] == 4096
+    assert got[("hyperframes_cache_capacity_bytes", ("source", "hot"))] == 8192
+    assert got[("hyperframes_cache_entries", ("source", "hot"))] == 2
+    assert got[("hyperframes_cache_evictions_total", ("source", "warm"))] == 5
+    assert got[("hyperframes_cache_hits_total", ("source", "cold"))] == 2
+    assert got[("hyperframes_cache_bytes", ("source", "cold"))] == 123456
+    assert got[("hyperframes_stage_figure", ("source", "records_read"))] == 2.0
+    plain = samples(metric_rows(snapshot()))
+    assert not any(name.startswith("hyperframes_cache_") for name, _ in plain)
 
 
 def test_names_follow_prometheus_conventions():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
+from hyperframes.engine.report import PoolSnapshot, RunSnapshot, StageSnapshot
 from hyperframes.metrics.timeline import (
     PLOTS,
     Sample,
@@ -35,23 +36,50 @@ def fake_snapshot(timeline):
     def snap():
         clock[0] += timeline.interval_s
         t = clock[0]
-        return {
-            "elapsed_s": t,
-            "frames": int(t),
-            "reorder_depth": 0,
-            "stages": [
-                {
-                    "name": "map:f",
-                    "busy_s": t * 0.5,
-                    "workers": 1,
-                    "queue_depth": int(t) % 3,
-                    "queue_capacity": 3,
-                }
-            ],
-            "pools": [{"name": "source", "in_use": 1}],
-        }
+        return RunSnapshot(
+            elapsed_s=t,
+            frames=int(t),
+            total=None,
+            batch_size=4,
+            stages=(
+                StageSnapshot(
+                    "map:f",
+                    1,
+                    int(t),
+                    int(t),
+                    t * 0.5,
+                    0.0,
+                    0.0,
+                    queue_depth=int(t) % 3,
+                    queue_capacity=3,
+                ),
+            ),
+            pools=(PoolSnapshot("source", slots=4, in_use=1, high_water=2, slot_bytes=64),),
+        )
 
     return snap
+
+
+def test_a_sample_is_read_from_a_typed_snapshot():
+    snap = RunSnapshot(
+        elapsed_s=2.5,
+        frames=16,
+        total=32,
+        batch_size=4,
+        stages=(
+            StageSnapshot("source", 1, 20, 5, 0.4, 0.0, 0.1),
+            StageSnapshot("map:f", 3, 18, 5, 1.5, 0.1, 0.2, queue_depth=2, queue_capacity=7),
+        ),
+        pools=(PoolSnapshot("source", slots=9, in_use=5, high_water=8, slot_bytes=64),),
+        reorder_depth=3,
+    )
+    got = Sample.of(snap)
+    assert (got.t, got.frames, got.reorder_depth) == (2.5, 16, 3)
+    assert got.stages == {
+        "source": StageSample(0.4, 1, 0, 0),
+        "map:f": StageSample(1.5, 3, 2, 7),
+    }
+    assert got.pools_in_use == {"source": 5}
 
 
 def test_utilisation_is_busy_share_of_workers_between_samples():

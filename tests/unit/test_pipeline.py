@@ -275,14 +275,14 @@ def test_monitor_sees_live_figures_and_the_report():
     report = (
         Pipeline.from_frames(frames, batch_size=8)
         .map(np.bitwise_not, workers=2)
-        .for_each(lambda i, f: seen.append(monitor.snap()["frames"]) if i % 8 == 0 else None)
+        .for_each(lambda i, f: seen.append(monitor.snap().frames) if i % 8 == 0 else None)
         .run(monitor=monitor)
     )
     assert monitor.report is report
     first, last = monitor.snapshots[0], monitor.snapshots[-1]
-    assert first["frames"] == 0 and last["frames"] == 64
-    assert [s["name"] for s in last["stages"]] == ["source", "map:invert", "sink"]
-    assert last["pools"][0]["in_use"] == 0 and last["pools"][0]["slots"] == report.pool_slots
+    assert first.frames == 0 and last.frames == 64
+    assert [s.name for s in last.stages] == ["source", "map:invert", "sink"]
+    assert last.pools[0].in_use == 0 and last.pools[0].slots == report.pool_slots
     assert seen == sorted(seen)
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .. import Pipeline, RunReport
+from ..engine.report import SnapshotFn
 from ..engine.runner import Monitor
 from ..io.publish import publish
 from ..metrics.monitors import Monitors
@@ -34,7 +34,7 @@ class _Announce:
     def __init__(self, exporter: PrometheusExporter) -> None:
         self.exporter = exporter
 
-    def start(self, snapshot: Callable[[], dict[str, Any]]) -> None:
+    def start(self, snapshot: SnapshotFn) -> None:
         print(f"hyperframes: serving metrics at {self.exporter.url}", file=sys.stderr)
 
     def stop(self, report: RunReport | None) -> None:

@@ -78,8 +78,7 @@ class Monitor(Protocol):
     ``start`` is called in the caller's thread before any frame moves, with the run's
     :meth:`Runner.snapshot` function (it returns a frozen :class:`~.report.RunSnapshot`),
     which is cheap, thread-safe and may be called at any time from any thread until
-    ``stop``. ``stop`` gets the report, or ``None`` after a
-    failure.
+    ``stop``. ``stop`` gets the report, or ``None`` after a failure.
     """
 
     def start(self, snapshot: SnapshotFn) -> None: ...

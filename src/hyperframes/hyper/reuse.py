@@ -13,20 +13,28 @@ split into ``workers`` chunks computed at once, so a costly function still uses 
 
 With ``verify_every=k`` every k-th shared result is computed anyway; the report gives
 the measured error (PSNR of shared vs computed frames, or the share of per-frame values
-that differed).
+that differed). While the run goes, :meth:`ReuseStrategy.quality` gives the PSNR of the
+mean MSE over the last ``recent`` verifications (``psnr_mean_recent`` in the summary),
+which monitors show as the stage's PSNR.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from ..engine.report import StageQuality
 from ..errors import StageError
 from ..frames import Batch, FramePool
+
+RECENT = 64
+"""How many of the latest verifications the running PSNR (``psnr_mean_recent``) covers."""
 
 
 def mse_bound(*, reuse_psnr: float | None, reuse_mse: float | None) -> float:
@@ -44,20 +52,45 @@ def mse_bound(*, reuse_psnr: float | None, reuse_mse: float | None) -> float:
 
 
 class ReuseStrategy:
-    """Per-run state of a reusing stage (an ``engine.stage.Strategy``)."""
+    """Per-run state of a reusing stage (an ``engine.stage.Strategy``, and an
+    ``engine.report.MeasuresQuality``: it measures its error on the verified frames).
+
+    Args:
+        bound: the largest member-to-base MSE that may share the base's result.
+        verify_every: compute every k-th shared result anyway and measure the error.
+        stage: the stage's name (for messages and thread names).
+        split: chunks of the frames to compute that are computed at once.
+        recent: how many of the latest verifications ``psnr_mean_recent`` covers.
+
+    Raises:
+        ValueError: ``verify_every`` or ``recent`` below 1.
+    """
 
     def __init__(
-        self, bound: float, *, verify_every: int | None, stage: str, split: int = 1
+        self,
+        bound: float,
+        *,
+        verify_every: int | None,
+        stage: str,
+        split: int = 1,
+        recent: int = RECENT,
     ) -> None:
         if verify_every is not None and verify_every < 1:
             raise ValueError(f"verify_every must be at least 1, got {verify_every}")
+        if recent < 1:
+            raise ValueError(f"recent must be at least 1, got {recent}")
         self.bound = bound
         self.verify_every = verify_every
         self.stage = stage
         self.computed = 0
         self.reused = 0
         self.verified = 0
-        self._errors: list[float] = []  # per verified frame: MSE (arrays) or 0/1 (values)
+        # per verified frame: MSE (arrays) or 0/1 (values), kept as running figures so a
+        # run of any length holds the same memory; read by monitors from other threads
+        self._errors_lock = threading.Lock()
+        self._error_sum = 0.0
+        self._error_worst = 0.0
+        self._recent: deque[float] = deque(maxlen=recent)
         self._values = False
         self._group = -1
         self._base: np.ndarray | None = None
@@ -67,20 +100,39 @@ class ReuseStrategy:
         self._threads: ThreadPoolExecutor | None = None
 
     def summary(self) -> dict[str, Any]:
+        """Counts, and the error measured on verified frames: ``verify_psnr_min`` (the
+        worst frame) and ``psnr_mean_recent`` (the mean MSE of the last ``recent``
+        verifications, as PSNR), ``None`` when exact; or ``verify_mismatch_rate`` for
+        per-frame values."""
         total = self.computed + self.reused
+        with self._errors_lock:
+            verified, worst, error_sum = self.verified, self._error_worst, self._error_sum
         out: dict[str, Any] = {
             "computed": self.computed,
             "reused": self.reused,
             "calls_saved": round(self.reused / total, 4) if total else 0.0,
             "reuse_bound_mse": self.bound,
-            "verified": self.verified,
+            "verified": verified,
         }
-        if self._errors and self._values:
-            out["verify_mismatch_rate"] = round(float(np.mean(self._errors)), 6)
-        elif self._errors:
-            worst = max(self._errors)
-            out["verify_psnr_min"] = round(-10 * math.log10(worst), 3) if worst > 0 else None
+        if verified and self._values:
+            out["verify_mismatch_rate"] = round(error_sum / verified, 6)
+        elif verified:
+            out["verify_psnr_min"] = _db(worst)
+            recent = self.quality()
+            out["psnr_mean_recent"] = None if recent is None else _db(recent.mse)
         return out
+
+    def quality(self) -> StageQuality | None:
+        """PSNR of the mean MSE of the last ``recent`` verified frames (``inf`` when they
+        were exact); ``None`` before the first verification, or when the results are
+        per-frame values, not images."""
+        with self._errors_lock:
+            if not self._recent or self._values:
+                return None
+            count = len(self._recent)
+            mean = sum(self._recent) / count
+            window = self._recent.maxlen or count
+        return StageQuality.of_mse(mean, samples=count, window=window)
 
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> Any:
         from .distance import frame_mse
@@ -215,13 +267,22 @@ class ReuseStrategy:
             shared = carried if src == -1 else computed.get(src)  # type: ignore[arg-type]
             if j not in computed or shared is None:
                 continue
-            self.verified += 1
             exact = computed[j]
             if isinstance(exact, np.ndarray) and exact.ndim >= 2:
-                self._errors.append(float(mse(np.asarray(shared), exact)))
+                error = float(mse(np.asarray(shared), exact))
             else:
                 self._values = True
-                self._errors.append(0.0 if _equal(shared, exact) else 1.0)
+                error = 0.0 if _equal(shared, exact) else 1.0
+            with self._errors_lock:
+                self.verified += 1
+                self._error_sum += error
+                self._error_worst = max(self._error_worst, error)
+                self._recent.append(error)
+
+
+def _db(mse: float) -> float | None:
+    """An MSE (pixels in 0..1) as PSNR in dB, rounded; ``None`` for an exact 0."""
+    return round(-10 * math.log10(mse), 3) if mse > 0 else None
 
 
 def _rows(out: Any) -> list[Any]:

@@ -6,11 +6,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..engine.report import RunReport
+    from ..engine.report import RunReport, SnapshotFn
     from ..engine.runner import Monitor
 
 
@@ -23,7 +22,9 @@ class Monitors:
     def __init__(self, parts: list[Monitor]) -> None:
         self.parts = list(parts)
 
-    def start(self, snapshot: Callable[[], dict[str, Any]]) -> None:
+    def start(self, snapshot: SnapshotFn) -> None:
+        """Start every part with the run's ``snapshot`` function; if one fails to start,
+        stop those already started (with no report) and raise its error."""
         started: list[Monitor] = []
         try:
             for part in self.parts:

@@ -3,10 +3,13 @@
 :class:`PrometheusExporter` is a :class:`~hyperframes.engine.runner.Monitor`: ``start``
 opens an HTTP endpoint (``/metrics``, bound to 127.0.0.1 unless told otherwise) with a
 private registry, and ``stop`` shuts it down and joins its thread. Nothing is counted in
-the hot path: each scrape calls the run's ``snapshot()`` once and turns it into metric
-families (:func:`metric_rows`, a pure function). Figures that stages add under
-``extra`` flow through on their own: known ones (grouping, reuse, cache tiers) get
-their own names, every other number becomes ``hyperframes_stage_figure``.
+the hot path: each scrape calls the run's ``snapshot()`` once (a typed
+:class:`~hyperframes.engine.report.RunSnapshot`) and turns it into metric families
+(:func:`metric_rows`, a pure function). A stage's measured PSNR and the cache tiers of
+the source's reads (a store's hot, warm and cold tiers) come typed in the snapshot and
+get metrics of their own; figures that stages add under ``extra`` flow through on their
+own: known ones (grouping, reuse counts) get their own names, every other number becomes
+``hyperframes_stage_figure``.
 
 Example:
     >>> exporter = PrometheusExporter(port=9464)
@@ -25,13 +28,13 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from socketserver import ThreadingMixIn
 from typing import Any, Literal
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from ..engine.report import RunReport
+from ..engine.report import CacheTier, RunReport, RunSnapshot, SnapshotFn
 from .hosts import allowed_hosts, host_allowed
 
 DEFAULT_HOST = "127.0.0.1"
@@ -41,7 +44,6 @@ standard 0.5 s would add a quarter of a second to every run on average)."""
 INSTALL = "pip install prometheus-client (a dependency of hyperframes-engine that is missing here)"
 
 Kind = Literal["counter", "gauge"]
-Snapshot = Callable[[], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ def _m(name: str, kind: Kind, labels: tuple[str, ...], text: str) -> MetricDef:
     return MetricDef(f"hyperframes_{name}", kind, labels, text)
 
 
-_S, _P = ("stage",), ("pool",)
+_S, _P, _T = ("stage",), ("pool",), ("stage", "tier")
 METRICS: tuple[MetricDef, ...] = (
     _m("run_elapsed_seconds", "gauge", (), "Seconds since the run started"),
     _m("frames_delivered_total", "counter", (), "Frames written to the sink"),
@@ -97,9 +99,14 @@ METRICS: tuple[MetricDef, ...] = (
         ("stage", "result"),
         "Frames whose result was computed or reused from their hyperframe's base",
     ),
-    _m("psnr_db", "gauge", _S, "PSNR a stage reports (moving average where it keeps one)"),
-    _m("cache_hits_total", "counter", ("stage", "tier"), "Cache hits per tier"),
-    _m("cache_misses_total", "counter", ("stage", "tier"), "Cache misses per tier"),
+    _m("psnr_db", "gauge", _S, "PSNR a stage measured, the mean over its recent frames"),
+    _m("psnr_window_frames", "gauge", _S, "Measured frames the PSNR average covers"),
+    _m("cache_hits_total", "counter", _T, "Cache hits per tier"),
+    _m("cache_misses_total", "counter", _T, "Cache misses per tier"),
+    _m("cache_bytes", "gauge", _T, "Bytes a cache tier holds now (cold: the data on disk)"),
+    _m("cache_capacity_bytes", "gauge", _T, "The most bytes a cache tier may hold"),
+    _m("cache_entries", "gauge", _T, "Entries a cache tier holds now"),
+    _m("cache_evictions_total", "counter", _T, "Entries a cache tier dropped to make room"),
     _m("stage_figure", "gauge", ("stage", "figure"), "Any other number a stage reports"),
 )
 BY_NAME = {m.name: m for m in METRICS}
@@ -111,8 +118,6 @@ _KNOWN: dict[str, tuple[str, dict[str, str]]] = {
     "merge_rate": ("hyperframes_hyperframe_merge_ratio", {}),
     "computed": ("hyperframes_reuse_frames_total", {"result": "computed"}),
     "reused": ("hyperframes_reuse_frames_total", {"result": "reused"}),
-    "psnr_db": ("hyperframes_psnr_db", {}),
-    "psnr_mean_db": ("hyperframes_psnr_db", {}),
 }
 
 
@@ -130,10 +135,12 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _extra_samples(stage: str, figures: dict[str, Any]) -> Iterator[tuple[str, dict, float]]:
+def _extra_samples(
+    stage: str, figures: Mapping[str, Any]
+) -> Iterator[tuple[str, dict[str, str], float]]:
     """``(metric, labels, value)`` for each number in one stage's ``extra`` figures."""
     for key, value in figures.items():
-        if isinstance(value, dict):  # a cache tier {"hits", "misses", ...}, or a sub-topic
+        if isinstance(value, Mapping):  # a cache tier {"hits", "misses", ...}, or a sub-topic
             for sub, inner in value.items():
                 number = _number(inner)
                 if number is None:
@@ -154,7 +161,7 @@ def _extra_samples(stage: str, figures: dict[str, Any]) -> Iterator[tuple[str, d
             yield "hyperframes_stage_figure", {"stage": stage, "figure": key}, number
 
 
-def metric_rows(snap: dict[str, Any]) -> list[MetricRow]:
+def metric_rows(snap: RunSnapshot) -> list[MetricRow]:
     """Turn one ``Runner.snapshot()`` into metric rows (pure: no threads, no client)."""
     rows = {m.name: MetricRow(m) for m in METRICS}
 
@@ -164,40 +171,51 @@ def metric_rows(snap: dict[str, Any]) -> list[MetricRow]:
             row = rows[name]
             row.samples.append((tuple(labels[k] for k in row.spec.labels), number))
 
-    put("hyperframes_run_elapsed_seconds", snap.get("elapsed_s"))
-    put("hyperframes_frames_delivered_total", snap.get("frames"))
-    put("hyperframes_frames_expected", snap.get("total"))
-    put("hyperframes_batch_size_frames", snap.get("batch_size"))
-    for st in snap.get("stages", ()):
-        name = str(st["name"])
-        put("hyperframes_stage_workers", st.get("workers"), stage=name)
-        put("hyperframes_stage_frames_total", st.get("frames"), stage=name)
-        put("hyperframes_stage_batches_total", st.get("batches"), stage=name)
-        put("hyperframes_stage_busy_seconds_total", st.get("busy_s"), stage=name)
-        for direction in ("in", "out"):
-            put(
-                "hyperframes_stage_wait_seconds_total",
-                st.get(f"wait_{direction}_s"),
-                stage=name,
-                direction=direction,
-            )
-        if st.get("queue_capacity"):  # the source has no input queue
-            put("hyperframes_stage_queue_depth_batches", st.get("queue_depth"), stage=name)
-            put("hyperframes_stage_queue_capacity_batches", st.get("queue_capacity"), stage=name)
-    for pool in snap.get("pools", ()):
-        name = str(pool["name"])
-        put("hyperframes_pool_slots", pool.get("slots"), pool=name)
-        put("hyperframes_pool_slots_in_use", pool.get("in_use"), pool=name)
-        put("hyperframes_pool_slots_high_water", pool.get("high_water"), pool=name)
-        put("hyperframes_pool_slot_bytes", pool.get("slot_bytes"), pool=name)
-    put("hyperframes_reorder_depth_batches", snap.get("reorder_depth"))
-    put("hyperframes_head_of_line_wait_seconds_total", snap.get("head_of_line_wait_s"))
-    put("hyperframes_failed_frames_total", snap.get("failures"))
-    for stage, figures in (snap.get("extra") or {}).items():
-        if isinstance(figures, dict):
-            for name, labels, value in _extra_samples(str(stage), figures):
-                put(name, value, **labels)
+    put("hyperframes_run_elapsed_seconds", snap.elapsed_s)
+    put("hyperframes_frames_delivered_total", snap.frames)
+    put("hyperframes_frames_expected", snap.total)
+    put("hyperframes_batch_size_frames", snap.batch_size)
+    for st in snap.stages:
+        name = st.name
+        put("hyperframes_stage_workers", st.workers, stage=name)
+        put("hyperframes_stage_frames_total", st.frames, stage=name)
+        put("hyperframes_stage_batches_total", st.batches, stage=name)
+        put("hyperframes_stage_busy_seconds_total", st.busy_s, stage=name)
+        put("hyperframes_stage_wait_seconds_total", st.wait_in_s, stage=name, direction="in")
+        put("hyperframes_stage_wait_seconds_total", st.wait_out_s, stage=name, direction="out")
+        if st.queue_capacity:  # the source has no input queue
+            put("hyperframes_stage_queue_depth_batches", st.queue_depth, stage=name)
+            put("hyperframes_stage_queue_capacity_batches", st.queue_capacity, stage=name)
+        if st.quality is not None:
+            put("hyperframes_psnr_db", st.quality.psnr_db, stage=name)
+            put("hyperframes_psnr_window_frames", st.quality.samples, stage=name)
+    for pool in snap.pools:
+        put("hyperframes_pool_slots", pool.slots, pool=pool.name)
+        put("hyperframes_pool_slots_in_use", pool.in_use, pool=pool.name)
+        put("hyperframes_pool_slots_high_water", pool.high_water, pool=pool.name)
+        put("hyperframes_pool_slot_bytes", pool.slot_bytes, pool=pool.name)
+    put("hyperframes_reorder_depth_batches", snap.reorder_depth)
+    put("hyperframes_head_of_line_wait_seconds_total", snap.head_of_line_wait_s)
+    put("hyperframes_failed_frames_total", snap.failures)
+    for tier in snap.source_figures.cache:
+        for metric, count in _tier_samples(tier):
+            put(metric, count, stage="source", tier=tier.tier)
+    for figure, number in snap.source_figures.numbers.items():
+        put("hyperframes_stage_figure", number, stage="source", figure=figure)
+    for stage, figures in snap.extra.items():
+        for name, labels, value in _extra_samples(stage, figures):
+            put(name, value, **labels)
     return [row for row in rows.values() if row.samples]
+
+
+def _tier_samples(tier: CacheTier) -> Iterator[tuple[str, int]]:
+    """``(metric, value)`` for each figure of one cache tier."""
+    yield "hyperframes_cache_hits_total", tier.hits
+    yield "hyperframes_cache_misses_total", tier.misses
+    yield "hyperframes_cache_bytes", tier.bytes
+    yield "hyperframes_cache_capacity_bytes", tier.capacity_bytes
+    yield "hyperframes_cache_entries", tier.entries
+    yield "hyperframes_cache_evictions_total", tier.evictions
 
 
 def _client() -> Any:
@@ -212,8 +230,8 @@ def _client() -> Any:
 class SnapshotCollector:
     """A ``prometheus_client`` collector that reads the run's snapshot at each scrape."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
-        self._snapshot: Snapshot | None = snapshot
+    def __init__(self, snapshot: SnapshotFn) -> None:
+        self._snapshot: SnapshotFn | None = snapshot
 
     def detach(self) -> None:
         """Stop reading the run (after it ended): later scrapes return nothing."""
@@ -308,7 +326,7 @@ class PrometheusExporter:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/metrics"
 
-    def start(self, snapshot: Snapshot) -> None:
+    def start(self, snapshot: SnapshotFn) -> None:
         """Register a fresh collector in a private registry and start serving."""
         if self._server is not None:
             raise RuntimeError("this exporter is already serving a run; make one per run")

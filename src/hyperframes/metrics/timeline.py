@@ -1,7 +1,8 @@
 """Sample a run's figures over time in a background thread, and plot them.
 
 :class:`Timeline` is a :class:`~hyperframes.engine.runner.Monitor`. Every
-``interval_s`` it reads the run's ``snapshot()`` and keeps a compact :class:`Sample`
+``interval_s`` it reads the run's ``snapshot()`` (a
+:class:`~hyperframes.engine.report.RunSnapshot`) and keeps a compact :class:`Sample`
 (per stage: busy seconds, workers, queue depth; pool slots in use; reorder depth).
 Memory stays bounded at any run length: when ``max_samples`` are held, every other
 sample is dropped and the interval doubles (:func:`thin`), so the samples stay evenly
@@ -19,12 +20,11 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.report import RunReport
+from ..engine.report import RunReport, RunSnapshot, SnapshotFn
 
 INSTALL = "pip install 'hyperframes-engine[plot]' (or pip install matplotlib)"
 PLOTS = ("stage_utilisation.png", "queue_depth.png")
@@ -51,22 +51,17 @@ class Sample:
     reorder_depth: int
 
     @classmethod
-    def of(cls, snap: dict[str, Any]) -> Sample:
+    def of(cls, snap: RunSnapshot) -> Sample:
         """The compact sample of one ``Runner.snapshot()``."""
         return cls(
-            t=float(snap["elapsed_s"]),
-            frames=int(snap["frames"]),
+            t=snap.elapsed_s,
+            frames=snap.frames,
             stages={
-                str(s["name"]): StageSample(
-                    float(s["busy_s"]),
-                    int(s["workers"]),
-                    int(s["queue_depth"]),
-                    int(s["queue_capacity"]),
-                )
-                for s in snap["stages"]
+                s.name: StageSample(s.busy_s, s.workers, s.queue_depth, s.queue_capacity)
+                for s in snap.stages
             },
-            pools_in_use={str(p["name"]): int(p["in_use"]) for p in snap["pools"]},
-            reorder_depth=int(snap["reorder_depth"]),
+            pools_in_use={p.name: p.in_use for p in snap.pools},
+            reorder_depth=snap.reorder_depth,
         )
 
 
@@ -128,7 +123,7 @@ class Timeline:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._snapshot: Callable[[], dict[str, Any]] | None = None
+        self._snapshot: SnapshotFn | None = None
 
     @property
     def samples(self) -> list[Sample]:
@@ -136,7 +131,7 @@ class Timeline:
         with self._lock:
             return list(self._samples)
 
-    def start(self, snapshot: Callable[[], dict[str, Any]]) -> None:
+    def start(self, snapshot: SnapshotFn) -> None:
         """Take the first sample and start the sampling thread."""
         if self._thread is not None:
             raise RuntimeError("this timeline is already sampling a run; make one per run")

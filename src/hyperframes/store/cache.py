@@ -26,6 +26,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
+from ..engine.report import CacheTier
+
 Policy = Literal["lru", "s3fifo"]
 POLICIES: tuple[Policy, ...] = ("lru", "s3fifo")
 DEFAULT_POLICY: Policy = "s3fifo"
@@ -59,6 +61,13 @@ class CacheStats:
             "entries": self.entries,
             "evictions": self.evictions,
         }
+
+    def tier(self, name: str) -> CacheTier:
+        """These counters as the tier ``name`` of a run's figures (what monitors show)."""
+        return CacheTier(
+            name, self.hits, self.misses, self.bytes, self.capacity_bytes, self.entries,
+            self.evictions,
+        )  # fmt: skip
 
 
 class ByteCache(Generic[V]):

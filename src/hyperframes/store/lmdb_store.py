@@ -31,6 +31,7 @@ from typing import Any, Literal
 import lmdb
 import numpy as np
 
+from ..engine.report import CacheTier
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
 from ..hyper import decode_frame, decode_group
@@ -270,6 +271,11 @@ class FrameStore:
         size = os.path.getsize(self.path / _env.DATA_FILE)
         stats["cold"] = CacheStats(hits=self._cold_reads, bytes=size, capacity_bytes=size)
         return stats
+
+    def cache_tiers(self) -> tuple[CacheTier, ...]:
+        """:meth:`cache_stats` as a run's figures: hot, warm, cold (what a
+        :class:`~hyperframes.store.source.StoreSource` reports to monitors)."""
+        return tuple(stats.tier(name) for name, stats in self.cache_stats().items())
 
     # -- lifecycle -----------------------------------------------------------------------
 

@@ -4,6 +4,8 @@ The source holds no store open between runs: :meth:`StoreSource.open` opens it a
 starts at ``start`` again, :meth:`StoreSource.close` closes it, so one source serves run
 after run, and :meth:`StoreSource.for_run` gives every run its own reader (LMDB readers
 in one process share one environment), so several runs may read one store at once.
+While a run goes, :meth:`StoreSource.figures` reports the store's cache tiers (hot, warm,
+cold: hits, misses, bytes) to monitors.
 
 Example:
     >>> source = StoreSource("clip.hfs")  # doctest: +SKIP
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.report import SourceFigures
 from ..errors import StoreError
 from ..io.base import Chunk, Source
 from .lmdb_store import FrameStore
@@ -51,11 +54,12 @@ class StoreSource(Source):
         self.length = end - start
         self.info.update(frames=self.length, store=str(path))
         self._store: FrameStore | None = None
+        self._figures = SourceFigures()  # the last run's, once its store is closed
 
     def for_run(self) -> Source:
         """A copy with its own reader and position, so several runs may read at once."""
         run = copy.copy(self)
-        run._store, run._next = None, self.start
+        run._store, run._next, run._figures = None, self.start, SourceFigures()
         run.info = dict(self.info)
         return run
 
@@ -93,10 +97,18 @@ class StoreSource(Source):
             meta["pts"] = pts.copy()
         return Chunk(np.arange(a, b, dtype=np.int64), meta)
 
+    def figures(self) -> SourceFigures:
+        """The cache tiers of the store being read (an ``engine.report.ReportsFigures``);
+        after :meth:`close`, those it had at the end."""
+        store = self._store
+        return self._figures if store is None else SourceFigures(cache=store.cache_tiers())
+
     def close(self) -> None:
         """Close the store (a later :meth:`open` or read opens it again)."""
-        store, self._store = self._store, None
+        store = self._store
         if store is not None:
+            self._figures = SourceFigures(cache=store.cache_tiers())  # before it goes
+            self._store = None
             store.close()
 
     def __repr__(self) -> str:

@@ -4,7 +4,8 @@ Pass one to ``Pipeline.run(monitor=...)`` (or get one with
 :func:`~hyperframes.viewer.start_live_view`, which also serves the page). The page polls
 :meth:`LiveMonitor.view` about once a second: per stage frames, frames/s over the last
 few seconds, busy share, queue depth; pool slots in use; and the stages' own figures
-(grouping, reuse counts). After the run the final report stays on show.
+(grouping, reuse counts, a stage's recent PSNR) and the source's (a store's cache
+tiers). After the run the final report stays on show.
 
 Example:
     >>> monitor = LiveMonitor()
@@ -15,24 +16,46 @@ Example:
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..engine.report import RunReport
+from ..engine.report import RunReport, RunSnapshot, SnapshotFn
 
-Snapshot = Callable[[], dict[str, Any]]
 WINDOW_S = 5.0
 """Frames/s are measured over about this many recent seconds."""
 
 
-def stage_frames(snapshot: dict[str, Any]) -> dict[str, int]:
+def stage_frames(snapshot: RunSnapshot) -> dict[str, int]:
     """Frames done per stage in ``snapshot``, plus ``"(delivered)"`` for the sink."""
-    counts = {str(s["name"]): int(s["frames"]) for s in snapshot.get("stages", ())}
-    counts["(delivered)"] = int(snapshot.get("frames", 0))
+    counts = {s.name: s.frames for s in snapshot.stages}
+    counts["(delivered)"] = snapshot.frames
     return counts
+
+
+def shown_figures(snapshot: RunSnapshot) -> dict[str, dict[str, Any]]:
+    """The figures the page lists under the stage tables: each stage's own (``extra``),
+    with its recent PSNR where it measures one, and the source's cache tiers as
+    ``"source"`` (``hot_hits``, ``hot_misses``, ``hot_bytes``, ...)."""
+    shown = {stage: dict(figures) for stage, figures in snapshot.extra.items()}
+    for stage in snapshot.stages:
+        if stage.quality is not None:
+            psnr = stage.quality.psnr_db
+            shown.setdefault(stage.name, {})["psnr_db_recent"] = (
+                round(psnr, 3) if math.isfinite(psnr) else "exact"
+            )
+    source = {
+        f"{tier.tier}_{what}": getattr(tier, what)
+        for tier in snapshot.source_figures.cache
+        for what in ("hits", "misses", "bytes")
+    }
+    source.update(snapshot.source_figures.numbers)
+    if source:
+        shown["source"] = source
+    return shown
 
 
 def rates(history: Sequence[tuple[float, dict[str, int]]]) -> dict[str, float]:
@@ -66,7 +89,7 @@ class LiveMonitor:
         self.window_s = window_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._snapshot: Snapshot | None = None
+        self._snapshot: SnapshotFn | None = None
         self._history: deque[tuple[float, dict[str, int]]] = deque()
         self._report: dict[str, Any] | None = None
         self._state = "idle"
@@ -74,7 +97,7 @@ class LiveMonitor:
         self._closer: Callable[[], None] | None = None
         self.url: str | None = None
 
-    def start(self, snapshot: Snapshot) -> None:
+    def start(self, snapshot: SnapshotFn) -> None:
         with self._lock:
             self._snapshot = snapshot
             self._history.clear()
@@ -90,8 +113,10 @@ class LiveMonitor:
 
     def view(self) -> dict[str, Any]:
         """JSON-ready figures: ``state`` (idle, running, finished, failed), ``runs``, and
-        ``run`` (the snapshot with ``rates`` and per-stage ``fps`` and ``busy_share``) while
-        running, or ``report`` after it."""
+        ``run`` while running, or ``report`` after it. ``run`` is the snapshot's
+        ``to_dict()`` with ``fps`` added to it and to each stage (over the last
+        ``window_s``), each stage's ``busy_share``, and ``extra`` as
+        :func:`shown_figures` gives it."""
         with self._lock:
             snapshot, state = self._snapshot, self._state
             out: dict[str, Any] = {"state": state, "runs": self._runs, "report": self._report}
@@ -103,13 +128,14 @@ class LiveMonitor:
             while len(self._history) > 2 and t - self._history[1][0] >= self.window_s:
                 self._history.popleft()
             fps = rates(self._history)
-        elapsed = float(now.get("elapsed_s", 0.0)) or 1e-9
-        for stage in now.get("stages", ()):
-            stage["fps"] = round(fps.get(str(stage["name"]), 0.0), 2)
-            workers = max(int(stage.get("workers", 1)), 1)
-            stage["busy_share"] = round(float(stage.get("busy_s", 0.0)) / (elapsed * workers), 4)
-        now["fps"] = round(fps.get("(delivered)", 0.0), 2)
-        out["run"] = now
+        run = now.to_dict()
+        elapsed = now.elapsed_s or 1e-9
+        for stage, row in zip(now.stages, run["stages"], strict=True):
+            row["fps"] = round(fps.get(stage.name, 0.0), 2)
+            row["busy_share"] = round(stage.busy_s / (elapsed * max(stage.workers, 1)), 4)
+        run["fps"] = round(fps.get("(delivered)", 0.0), 2)
+        run["extra"] = shown_figures(now)
+        out["run"] = run
         return out
 
     def attach(self, url: str, closer: Callable[[], None]) -> None:
