@@ -12,6 +12,9 @@ Example:
     >>> pool.view(slot).shape
     (8, 720, 1280, 3)
     >>> pool.release(slot)
+
+Longer than 300 lines: FrameSpec, Batch and FramePool refer to each other; they are the
+bottom floor and move together.
 """
 
 from __future__ import annotations

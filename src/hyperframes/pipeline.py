@@ -8,6 +8,9 @@ Example:
     ((100, 72, 128, 3), 255)
 
 Builder methods return a new pipeline, so a partly built one can be reused.
+
+Longer than 300 lines: the builder is one class whose methods carry the user-facing
+docstrings.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ Example:
     >>> snap = RunSnapshot(elapsed_s=1.0, frames=8, total=16, batch_size=4)
     >>> snap.to_dict()["frames"], snap.stage("sink")
     (8, None)
+
+Longer than 300 lines: the report and the live snapshot are value types read by every
+monitor; they change together.
 """
 
 from __future__ import annotations

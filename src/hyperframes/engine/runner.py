@@ -13,6 +13,9 @@ How a run stays flat, busy and safe:
   and pool, which wakes every blocked thread; every thread is joined, every slot released,
   the sink told to drop its partial output, and the original exception re-raised with a
   note naming the stage, batch and frames.
+
+Longer than 300 lines: the runner's threads share one failure path (cancel, release,
+join); split, it would be spread over files.
 """
 
 from __future__ import annotations

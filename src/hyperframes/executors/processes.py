@@ -21,6 +21,9 @@ Note:
     server itself starts once per Python process, ~0.2 s) and 0.2-0.4 s each with
     ``spawn``; children live for one run. Worth it when a stage is pure Python (it
     holds the GIL); for numpy, OpenCV or PyAV work, threads are cheaper.
+
+Longer than 300 lines: starting the children, the pipe protocol and the shutdown are one
+lifecycle whose failure paths refer to each other.
 """
 
 from __future__ import annotations

@@ -50,6 +50,9 @@ Example:
     >>> group = encode_group(frames)
     >>> np.array_equal(decode_frame(group.data, 5), frames[5])
     True
+
+Longer than 300 lines: the codec's public encode and decode functions and the layout
+choices they share.
 """
 
 from __future__ import annotations

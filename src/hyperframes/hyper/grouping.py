@@ -25,6 +25,9 @@ whatever batch boundaries the frames arrive in.
 Example:
     >>> grouper = Grouper(threshold=1e-3, min_len=2, max_len=60)
     >>> spans = [*grouper.push_many(frames), *grouper.finish()]
+
+Longer than 300 lines: the grouping rules and the streaming grouper that applies them
+are one algorithm; split, each half would need the other to be read.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ Frames are RGB(A) in memory; the BGR order OpenCV uses on disk is converted here
 Example:
     >>> source = ImageSequenceSource("shots/frame_%06d.png")  # doctest: +SKIP
     >>> sink = ImageSequenceSink("out", pattern="f_{index:05d}.jpg", workers=2)  # doctest: +SKIP
+
+Longer than 300 lines: the image source and sink share the file-name patterns and their
+validation.
 """
 
 from __future__ import annotations

@@ -30,6 +30,9 @@ Note:
     A stream whose frame size changes part-way (a concatenated MPEG-TS, a live recording)
     is an error unless ``size=(W, H)`` asks for every frame at one size; then each frame is
     converted at its own size and resized with OpenCV ``INTER_AREA``.
+
+Longer than 300 lines: VideoSource's seeking, rate, corruption policy, conversions and
+size changes interact frame by frame.
 """
 
 from __future__ import annotations

@@ -74,10 +74,12 @@ class VideoSink(Sink):
 
         libx264 threads as the ``ffmpeg`` command does (``thread_type`` slice+frame,
         ``threads`` auto): frame threads, 1.5 per core, and a lookahead thread, so the
-        calling thread only hands frames over. PyAV's own default (slices: each
-        ``encode`` call waits for its whole frame; ``threads=2 slices=2`` on 2 cores)
-        made a transcode 5-25 % slower on 2 cores (``benchmarks/transcode.py``). Pass
-        ``options={"thread_type": "slice"}`` for slices (one frame of latency) or
+        x264 settings match ``ffmpeg -c:v libx264`` with the same crf and preset. PyAV's
+        own default (slices, ``threads=2 slices=2`` on 2 cores) compressed about 1 %
+        worse at the same crf and ran at the same speed within noise on 2 busy cores
+        (``benchmarks/transcode.py``); x264 cuts a frame into one slice per thread, so
+        more cores cost more. Pass ``options={"thread_type": "slice"}`` for slices (less
+        latency) or
         ``options={"threads": "N"}`` for another thread count.
     """
 

@@ -22,6 +22,9 @@ Note:
 Bound to a loopback address, the endpoint answers 403 to a request whose ``Host``
 header is not a loopback name or its own address (:mod:`.hosts`), as the viewer does:
 a web page elsewhere cannot read it through DNS rebinding.
+
+Longer than 300 lines: each metric's definition sits next to its update from the
+snapshot, so that the two cannot drift apart.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ recognise, an unsupported format version, a truncated or empty data file)
 A store is untrusted input: ``data.mdb`` and ``lock.mdb`` must be regular files with
 one link each, never symbolic links, or LMDB would write its lock header (or pages)
 through them into any file the user can write.
+
+Longer than 300 lines: opening LMDB, the checks before it and the classification of its
+errors are one job: what can go wrong when a store is opened.
 """
 
 from __future__ import annotations

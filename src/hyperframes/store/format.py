@@ -16,6 +16,9 @@ Example:
     ...                    checksums=(5, 6), pts=(0.0, 0.04))
     >>> parse_entry(pack_entry(entry), group=0, first=0) == entry
     True
+
+Longer than 300 lines: every field of the store's untrusted bytes is validated here, in
+one place, so that nothing reads a field unchecked.
 """
 
 from __future__ import annotations

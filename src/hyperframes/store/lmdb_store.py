@@ -16,6 +16,9 @@ Note:
     Frames come back read-only (they may be shared with the cache); copy one before
     writing to it. Another process may append to a store while it is open here; call
     :meth:`FrameStore.refresh` to see the groups it has committed since.
+
+Longer than 300 lines: FrameStore's read path: cache tiers, decode policy and read-ahead
+decide together what one read costs.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ values, so the store never rewrites one).
 Example:
     >>> with StoreWriter("clip.hfs", FrameSpec((72, 128, 3)), {"fps": 25.0}) as writer:
     ...     writer.write_group(frames[0:4])  # doctest: +SKIP
+
+Longer than 300 lines: the writer's life (prepare, lock, encode, commit in order, close)
+is one state machine.
 """
 
 from __future__ import annotations
