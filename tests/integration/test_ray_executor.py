@@ -139,11 +139,20 @@ def test_map_changing_shape_windows_and_values(cluster):
 
 def test_actors_on_the_drivers_host_work_in_shared_memory(executor):
     sink = Rows("shared")
-    Pipeline.from_frames(frames_of(16), batch_size=4).map(
-        in_shared_memory, into="shared", workers=2
-    ).to(sink).run(executor=executor)
+    report = (
+        Pipeline.from_frames(frames_of(16), batch_size=4)
+        .map(in_shared_memory, into="shared", workers=2)
+        .to(sink)
+        .run(executor=executor)
+    )
     assert sink.values == [executor.shared_memory] * 16
     assert bool(executor.blocks.created) == executor.shared_memory
+    went = report.extra["executor"]  # the report says where the batches went
+    if executor.shared_memory:
+        assert went["calls on shared memory"] == 4 and "why copied" not in went
+    else:
+        assert went["calls through the object store"] == 4
+        assert went["why copied"] == "shared_memory=False"
 
 
 def test_render_runs_on_both_nodes(executor):
@@ -224,7 +233,12 @@ def test_a_full_dev_shm_falls_back_to_the_object_store(cluster, monkeypatch):
     executor = RayExecutor()
     sink = Rows("shared")
     frames = frames_of(16)
-    Pipeline.from_frames(frames, batch_size=4).map(invert_in_place).map(
-        in_shared_memory, into="shared", workers=2
-    ).to(sink).run(executor=executor)
+    report = (
+        Pipeline.from_frames(frames, batch_size=4)
+        .map(invert_in_place)
+        .map(in_shared_memory, into="shared", workers=2)
+        .to(sink)
+        .run(executor=executor)
+    )
     assert sink.values == [False] * 16 and executor.blocks.created == []
+    assert "/dev/shm could not hold a pool" in report.extra["executor"]["why copied"]

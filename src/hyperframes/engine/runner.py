@@ -469,6 +469,15 @@ class Runner:
         busiest = max(self.stats, key=lambda s: s.busy_s / max(s.workers, 1))
         return busiest.name
 
+    def _extra(self) -> dict[str, Any]:
+        """Stages' own figures (grouping, reuse) and the executor's (where batches went)."""
+        extra = {r.name: figures for r in self.runs if (figures := r.summary()) is not None}
+        summary = getattr(self.executor, "summary", None)
+        figures = summary() if callable(summary) else None
+        if figures:
+            extra["executor"] = figures
+        return extra
+
     def _report(self, frames: int, wall: float, output: Any, *, setup: float) -> RunReport:
         for st, ch in zip(self.stats[1:], self.channels, strict=True):
             st.queue_high_water = ch.high_water
@@ -490,7 +499,7 @@ class Runner:
             sizing=self.plan.why,
             output=output,
             failures=tuple(self.dead.snapshot()),
-            extra={r.name: figures for r in self.runs if (figures := r.summary()) is not None},
+            extra=self._extra(),
         )
 
     def snapshot(self) -> RunSnapshot:

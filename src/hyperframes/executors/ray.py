@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import queue
@@ -69,9 +70,15 @@ class _RayRemote:
     """
 
     def __init__(
-        self, ray: Any, actors: list[tuple[Any, Any]], blocks: SharedBlocks, *, stage: str
+        self,
+        ray: Any,
+        actors: list[tuple[Any, Any]],
+        blocks: SharedBlocks,
+        *,
+        stage: str,
+        calls: collections.Counter[str],
     ) -> None:
-        self._ray, self._blocks, self._stage = ray, blocks, stage
+        self._ray, self._blocks, self._stage, self._calls = ray, blocks, stage, calls
         self._idle: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
         for actor in actors:
             self._idle.put(actor)
@@ -95,6 +102,7 @@ class _RayRemote:
         try:
             if not isinstance(shared, bool):
                 shared = self._probed(shared)
+            self._calls["shared memory" if shared else "object store"] += 1
             sent = [self._send(a, shared) for a in args]
             answer: Answer = ray.get(actor.call.remote(*sent))
         except ray.exceptions.RayActorError as exc:
@@ -159,14 +167,22 @@ class RayExecutor:
         self._lock = threading.Lock()
         self.shared_memory = shared_memory
         self.blocks = SharedBlocks()
+        self._pools: collections.Counter[str] = collections.Counter()
+        self._calls: collections.Counter[str] = collections.Counter()
+        self._why_copied: str | None = None
         self._probe: tuple[str, bytes] | None = None
 
     def allocate(self, nbytes: int) -> Any:
         """A pool block in the driver's host: shared memory unless ``shared_memory=False``
         or ``/dev/shm`` lacks the room (then batches in it travel through the object store)."""
         if self.shared_memory:
-            with contextlib.suppress(SharedMemoryFull):
-                return self.blocks.create(nbytes)
+            try:
+                block = self.blocks.create(nbytes)
+                self._pools["shared memory"] += 1
+                return block
+            except SharedMemoryFull as exc:
+                self._why_copied = f"/dev/shm could not hold a pool ({exc})"
+        self._pools["object store"] += 1
         return committed_memory(nbytes)
 
     def remote(self, fn: Callable[..., Any], *, stage: str, workers: int) -> Callable[..., Any]:
@@ -174,7 +190,29 @@ class RayExecutor:
         made = [self._actor_class.options(**self._options()).remote(fn) for _ in range(workers)]
         with self._lock:
             self._actors += made
-        return _RayRemote(self._ray, [(a, self._shares(a)) for a in made], self.blocks, stage=stage)
+        actors = [(a, self._shares(a)) for a in made]
+        return _RayRemote(self._ray, actors, self.blocks, stage=stage, calls=self._calls)
+
+    def summary(self) -> dict[str, Any]:
+        """Where batches travelled since the last summary (the runner asks once a run), for
+        the run report: pools and calls in shared memory (no copies) or through Ray's object
+        store (copies), and why, if any did."""
+        figures: dict[str, Any] = {
+            "pools in shared memory": self._pools["shared memory"],
+            "pools through the object store": self._pools["object store"],
+            "calls on shared memory": self._calls["shared memory"],
+            "calls through the object store": self._calls["object store"],
+        }
+        if self._calls["object store"] or self._pools["object store"]:
+            figures["why copied"] = self._why_copied or (
+                "shared_memory=False"
+                if not self.shared_memory
+                else "some actors run on other hosts (they cannot map this host's memory)"
+            )
+        self._pools.clear()
+        self._calls.clear()
+        self._why_copied = None
+        return figures
 
     def _shares(self, actor: Any) -> Any:
         """Whether ``actor`` maps the driver's shared memory: ``False``, or its probe's answer."""
