@@ -242,3 +242,31 @@ def test_yuv_transcode_skips_colour_conversion_and_matches_the_rgb_path(tmp_path
     c = np.stack(frames_in(rgb)).astype(float)
     mse = ((a - c) ** 2).mean()
     assert 10 * np.log10(255**2 / mse) > 30
+
+
+def test_1080p_to_720p_stays_in_yuv420p_planes(tmp_path, capsys, monkeypatch):
+    # a 1.5x downscale (as in benchmarks/transcode.py) keeps the planar path too
+    import hyperframes.cli.video as cli_video
+
+    clip = tmp_path / "hd.mp4"
+    with av.open(str(clip), "w") as c:
+        s = c.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
+        s.width, s.height, s.pix_fmt = 1920, 1080, "yuv420p"
+        for i in range(6):
+            img = np.full((1080, 1920, 3), 40 * i, np.uint8)
+            c.mux(s.encode(av.VideoFrame.from_ndarray(img, format="rgb24")))
+        c.mux(s.encode(None))
+    formats = []
+
+    class Recording(cli_video.VideoSource):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            formats.append(self.pix_fmt)
+
+    monkeypatch.setattr(cli_video, "VideoSource", Recording)
+    out = tmp_path / "720.mp4"
+    data = run_json(capsys, "transcode", str(clip), str(out), "--size", "1280x720")
+    assert data["frames"] == 6 and formats[-1] == "yuv420p"
+    back = frames_in(out)
+    assert len(back) == 6 and back[0].shape == (720, 1280, 3)
+    np.testing.assert_allclose([f.mean() for f in back], [40 * i for i in range(6)], atol=3)
