@@ -25,7 +25,7 @@ import numpy as np
 
 from ._estimate import SamplePlan, SizeSampler, plan_samples
 from .engine.report import RunReport
-from .engine.runner import ProgressFn
+from .engine.runner import Monitor, ProgressFn
 from .frames import FrameSpec
 from .hyper.grouping import GroupingOptions
 from .io.base import Sink, Source
@@ -126,6 +126,7 @@ def analyze(
     memory: int | str | None = None,
     samples: int = 12,
     progress: ProgressFn | None = None,
+    monitor: Monitor | None = None,
 ) -> tuple[Analysis, RunReport]:
     """Group ``source`` and measure what hyperframes would save on it.
 
@@ -139,6 +140,8 @@ def analyze(
         samples: the most hyperframes sampled for the size estimate; 0 turns it off
             (``worthwhile`` is then ``None``).
         progress: a progress callback, as for ``Pipeline.run``.
+        monitor: watches the run live (metrics, plots, the live page), as for
+            ``Pipeline.run``.
 
     Returns:
         The findings and the run's report.
@@ -157,7 +160,7 @@ def analyze(
         Pipeline.from_source(source, batch_size=batch_size)
         .group(threshold=threshold, min_len=min_len, max_len=max_len)
         .to(sink)
-        .run(memory=memory, progress=progress)
+        .run(memory=memory, progress=progress, monitor=monitor)
     )
     figures = report.extra.get("group", {})
     distances = sink.distances[1:] if sink.frames else sink.distances

@@ -16,13 +16,22 @@ from hyperframes.cli.observe import LONG_OPTIONS
 LONG_COMMANDS = ("transcode", "render", "pack", "unpack", "demo")
 
 
-@pytest.mark.parametrize("command", LONG_COMMANDS)
+@pytest.mark.parametrize("command", [*LONG_COMMANDS, "analyze"])
 def test_every_long_command_lists_the_shared_options(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])
     shown = capsys.readouterr().out
-    missing = [flag for flag in LONG_OPTIONS if flag not in shown]
+    shared = [f for f in LONG_OPTIONS if not (command == "analyze" and f == "--workers")]
+    missing = [flag for flag in shared if flag not in shown]
     assert not missing, f"{command} --help lacks {missing}"
+
+
+def test_analyze_writes_its_report(tmp_path, synthetic_mp4, capsys):
+    report_path = tmp_path / "a.json"
+    assert main(["analyze", str(synthetic_mp4), "--report", str(report_path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["report"] == str(report_path)
+    assert json.loads(report_path.read_text())["frames"] == 40
 
 
 def test_the_shared_options_are_defined_in_one_place():

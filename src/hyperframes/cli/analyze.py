@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from ..analysis import analyze, percent, plot_timeline
+from ..engine.report import RunReport
 from ..io.video import VideoSource
-from .common import add_sizing_options, positive_int, progress_for
+from .common import positive_int
+from .observe import add_long_options, observed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,8 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "in all; 0 turns the estimate off (default: 12)",
     )  # fmt: skip
     p.add_argument("--plot", default=None, help="write the MSE timeline to this PNG")
-    add_sizing_options(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_long_options(p, workers_help=None)  # one grouping stage: nothing to give workers
     p.set_defaults(run=run)
 
 
@@ -41,26 +43,26 @@ def sample_count(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    bar = progress_for(args, "analyze")
-    try:
+    found: list[Any] = []
+
+    def start(bar: Any, monitor: Any) -> RunReport:
         result, report = analyze(
-            VideoSource(args.input),
-            threshold=args.threshold,
-            min_len=args.min_len,
-            max_len=args.max_len,
-            batch_size=args.batch_size,
-            memory=args.memory,
-            samples=args.samples,
-            progress=bar,
-        )
-    finally:
-        bar.finish()
+            VideoSource(args.input), threshold=args.threshold, min_len=args.min_len,
+            max_len=args.max_len, batch_size=args.batch_size, memory=args.memory,
+            samples=args.samples, progress=bar, monitor=monitor,
+        )  # fmt: skip
+        found.append(result)
+        return report
+
+    report, written = observed(args, "analyze", start)
+    result = found[0]
     if args.plot:
         plot_timeline(result, args.plot)
     if args.json:
         data = result.to_dict()
         data["fps"] = report.fps
         data["wall_s"] = report.wall_s
+        data.update(written)
         print(json.dumps(data))
         return 0
     mse = result.mse

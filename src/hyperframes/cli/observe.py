@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,12 +111,14 @@ LONG_OPTIONS = (
 
 
 def add_long_options(
-    parser: argparse.ArgumentParser, *, workers_help: str = "workers per stage"
+    parser: argparse.ArgumentParser, *, workers_help: str | None = "workers per stage"
 ) -> None:
-    """The options every long command shares: :data:`LONG_OPTIONS`, defined here only."""
+    """The options every long command shares: :data:`LONG_OPTIONS`, defined here only
+    (``workers_help=None``: a command with no stage to give workers has no ``--workers``)."""
     from .view import add_view_options
 
-    parser.add_argument("--workers", type=positive_int, default=2, help=workers_help)
+    if workers_help is not None:
+        parser.add_argument("--workers", type=positive_int, default=2, help=workers_help)
     add_sizing_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object, no bar")
     add_observe_options(parser)
@@ -129,6 +132,20 @@ def observed_run(
     (``--metrics-port``, ``--report``, ``--plot-dir``, ``--view``); returns the report and
     what was written where. ``memory`` is the pools' budget when the command divides
     ``--memory`` itself (``pack``)."""
+    budget = memory if memory is not None else getattr(args, "memory", None)
+    return observed(
+        args, label, lambda bar, watch: pipeline.run(progress=bar, monitor=watch, memory=budget)
+    )
+
+
+def observed(
+    args: argparse.Namespace,
+    label: str,
+    run: Callable[[Any, Monitor | None], RunReport],
+) -> tuple[RunReport, dict[str, Any]]:
+    """Call ``run(progress, monitor)`` (a run the command starts its own way, such as
+    ``analyze``) with the progress bar and the monitors the options ask for; returns its
+    report and what was written where."""
     from .view import live_monitor_for
 
     observe = monitors_for(args)
@@ -136,10 +153,7 @@ def observed_run(
     parts = [m for m in (observe, live) if m is not None]
     bar = progress_for(args, label)
     try:
-        report = pipeline.run(
-            progress=bar, monitor=Monitors(parts) if parts else None,
-            memory=memory if memory is not None else getattr(args, "memory", None),
-        )  # fmt: skip
+        report = run(bar, Monitors(parts) if parts else None)
     finally:
         bar.finish()
         if live is not None:
