@@ -75,12 +75,12 @@ class VideoSink(Sink):
         libx264 threads as the ``ffmpeg`` command does (``thread_type`` slice+frame,
         ``threads`` auto): frame threads, 1.5 per core, and a lookahead thread, so the
         x264 settings match ``ffmpeg -c:v libx264`` with the same crf and preset. PyAV's
-        own default (slices, ``threads=2 slices=2`` on 2 cores) compressed about 1 %
-        worse at the same crf and ran at the same speed within noise on 2 busy cores
-        (``benchmarks/transcode.py``); x264 cuts a frame into one slice per thread, so
-        more cores cost more. Pass ``options={"thread_type": "slice"}`` for slices (less
-        latency) or
-        ``options={"threads": "N"}`` for another thread count.
+        own default, slices (``threads=2 slices=2`` on 2 cores), made files about 1 %
+        larger at the same crf but was not slower: on 2 busy cores it was level at 720p
+        and 3-8 % faster at 1080p, in runs that varied more than that between rounds
+        (``benchmarks/transcode.py``). x264 cuts each frame into one slice per thread,
+        so slices cost more bytes on more cores. Pass ``options={"thread_type": "slice"}``
+        for slices (less latency) or ``options={"threads": "N"}`` for another count.
     """
 
     def __init__(
