@@ -304,5 +304,7 @@ def test_stage_quality_is_validated() -> None:
         StageQuality.of_mse(1e-3, samples=0, window=4)
     with pytest.raises(ValueError, match="mse"):
         StageQuality(psnr_db=1.0, mse=math.nan, samples=1, window=1)
+    worst = StageQuality.of_mse(math.inf, samples=1, window=1)  # results far out of 0..1
+    assert worst.psnr_db == -math.inf and worst.to_dict()["psnr_db"] is None
     with pytest.raises(ValueError, match=">= 0"):
         CacheTier("hot", hits=-1, misses=0, bytes=0)
