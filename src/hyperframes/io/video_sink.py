@@ -76,11 +76,12 @@ class VideoSink(Sink):
         ``threads`` auto): frame threads, 1.5 per core, and a lookahead thread, so the
         x264 settings match ``ffmpeg -c:v libx264`` with the same crf and preset. PyAV's
         own default, slices (``threads=2 slices=2`` on 2 cores), made files about 1 %
-        larger at the same crf but was not slower: on 2 busy cores it was level at 720p
-        and 3-8 % faster at 1080p, in runs that varied more than that between rounds
-        (``benchmarks/transcode.py``). x264 cuts each frame into one slice per thread,
-        so slices cost more bytes on more cores. Pass ``options={"thread_type": "slice"}``
-        for slices (less latency) or ``options={"threads": "N"}`` for another count.
+        larger at the same crf and ran as fast: on 2 busy cores the two were within 4 %
+        of each other in most runs at 720p and 1080p, while two very noisy 1080p runs
+        favoured slices by 17-30 % (``benchmarks/transcode.py``). x264 cuts each frame
+        into one slice per thread, so slices cost more bytes on more cores. Pass
+        ``options={"thread_type": "slice"}`` for slices (less latency) or
+        ``options={"threads": "N"}`` for another count.
     """
 
     def __init__(
