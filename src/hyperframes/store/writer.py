@@ -167,12 +167,12 @@ class StoreWriter:
         times = np.full(count, np.nan) if pts is None else np.asarray(pts, np.float64)
         if times.shape != (count,):
             raise ValueError(f"pts must have one value per frame, got shape {times.shape}")
-        first, self._next_first = self._next_first, self._next_first + count
         while self._pending and (
             len(self._pending) >= self._limit
             or (self._held_limit is not None and self._held + frames.nbytes > self._held_limit)
         ):
             self._commit_first()
+        first, self._next_first = self._next_first, self._next_first + count
         self._pending.append((self._pool.submit(self._encode, frames, times, first), frames.nbytes))
         self._held += frames.nbytes
 
