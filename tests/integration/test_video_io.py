@@ -56,10 +56,13 @@ def pyav_times(path: Path) -> list[float]:
         return [frame.time for frame in container.decode(video=0)]
 
 
-def corrupt_copy(path: Path, out: Path) -> Path:
+def corrupt_copy(path: Path, out: Path, *, spans: int = 1) -> Path:
+    """``path`` with 50 bytes flipped in the middle (and at ``spans - 1`` more places
+    after it, 4 KiB apart: a single span is sometimes concealed without a flag)."""
     data = bytearray(path.read_bytes())
-    middle = len(data) // 2
-    data[middle : middle + 50] = bytes(b ^ 0xFF for b in data[middle : middle + 50])
+    for k in range(spans):
+        at = len(data) // 2 + k * 4096
+        data[at : at + 50] = bytes(b ^ 0xFF for b in data[at : at + 50])
     out.write_bytes(bytes(data))
     return out
 
@@ -197,7 +200,7 @@ def test_corrupt_frame_fails_with_its_index_or_is_skipped(tmp_path, synthetic_mp
         tmp_path / "noisy.mp4",
         np.random.default_rng(0).integers(0, 256, (40, 48, 64, 3), dtype=np.uint8),
     )
-    damaged = corrupt_copy(noisy, tmp_path / "damaged.mp4")
+    damaged = corrupt_copy(noisy, tmp_path / "damaged.mp4", spans=4)
     # one decoding thread: with frame threads, which frame FFmpeg flags can vary run to run
     with pytest.raises(CorruptFrame) as caught:
         read_all(VideoSource(damaged, threads=False))
@@ -205,7 +208,7 @@ def test_corrupt_frame_fails_with_its_index_or_is_skipped(tmp_path, synthetic_mp
     assert f"frame {caught.value.frame}" in str(caught.value)
     source = VideoSource(damaged, on_corrupt="skip", threads=False)
     ids, _, _ = read_all(source)
-    assert source.skipped == [caught.value.frame]
+    assert source.skipped[0] == caught.value.frame  # the first damaged frame, then any others
     assert sorted([*ids.tolist(), *source.skipped]) == list(range(40))
 
 
