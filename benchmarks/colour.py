@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -27,6 +26,7 @@ import cv2
 import numpy as np
 
 from hyperframes.io.video import Colour, VideoSource
+from video_parts import best_rates  # this folder's helper: interleaved rounds, best rate
 
 CLIPS = ("bigbuckbunny.mp4", "bikes.mp4")
 
@@ -107,17 +107,6 @@ def differences(frames: list[av.VideoFrame]) -> None:
         print(gap.line())
 
 
-def best_rates(works: list[tuple[str, Callable[[], int]]], repeats: int) -> dict[str, float]:
-    """The best rate of each work; rounds interleave the works so load hits all alike."""
-    best = dict.fromkeys((name for name, _ in works), 0.0)
-    for _ in range(repeats):
-        for name, work in works:
-            start = time.perf_counter()
-            count = work()
-            best[name] = max(best[name], count / (time.perf_counter() - start))
-    return best
-
-
 def convert_all(frames: list[av.VideoFrame], convert: Callable[..., None]) -> int:
     out = np.empty((frames[0].height, frames[0].width, 3), np.uint8)
     for frame in frames:
@@ -144,14 +133,16 @@ def main() -> None:
         frames = decoded(path)
         print(f"\n{path.name}: {len(frames)} frames {frames[0].width}x{frames[0].height}")
         differences(frames)
-        rates = best_rates(
-            [
-                ("convert fast", partial(convert_all, frames, fast)),
-                ("convert ffmpeg", partial(convert_all, frames, ffmpeg)),
-                ("VideoSource fast", partial(read_all, path, "fast")),
-                ("VideoSource ffmpeg", partial(read_all, path, "ffmpeg")),
-            ],
-            args.repeats,
+        rates = dict(
+            best_rates(
+                [
+                    ("convert fast", partial(convert_all, frames, fast)),
+                    ("convert ffmpeg", partial(convert_all, frames, ffmpeg)),
+                    ("VideoSource fast", partial(read_all, path, "fast")),
+                    ("VideoSource ffmpeg", partial(read_all, path, "ffmpeg")),
+                ],
+                args.repeats,
+            )
         )
         print("  | what | fast fps | ffmpeg fps | fast / ffmpeg |\n  | --- | ---: | ---: | ---: |")
         for what in ("convert", "VideoSource"):
