@@ -8,6 +8,16 @@ A frame is one ``(H * 3 / 2, W)`` uint8 array holding, byte after byte, the Y pl
 and OpenCV's ``I420`` give it. When ``H/2`` is odd (e.g. 480x270) a chroma plane does not
 fill whole rows of width ``W``, so the planes are cut from the flat buffer, not by rows.
 
+Resizing averages areas. :func:`resize_i420` and :func:`resize_i420_into` use OpenCV
+``INTER_AREA`` on arrays. :func:`resize_frame_into`, which :class:`~hyperframes.io.video.
+VideoSource` uses for a decoded frame, reads the decoder's planes in place: OpenCV
+``INTER_AREA`` when the frame is a whole multiple of the target (its exact box average,
+the fastest here: 0.3 ms a frame at 1280x720 -> 640x360), swscale's area averaging
+(``scale=W:H:flags=area`` in ffmpeg) otherwise, where OpenCV is 3x slower (4.3 ms vs
+1.4 ms at 1920x1080 -> 1280x720 on bigbuckbunny). Over bigbuckbunny's 132 frames the
+two differ by a mean 0.06-0.13 levels and at most 12 on a few pixels (1280x720 ->
+640x360: mean 0.07, max 10; -> 480x270: 0.13, 12; 1920x1080 -> 1280x720: 0.06, 6).
+
 Example:
     >>> frames = np.zeros((4, 720 * 3 // 2, 1280), np.uint8)
     >>> resize_i420(frames, 640, 360).shape
@@ -16,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import av
 import cv2
 import numpy as np
 
@@ -69,3 +80,38 @@ def resize_i420(frames: np.ndarray, width: int, height: int) -> np.ndarray:
     for src, dst in zip(frames, out, strict=True):
         resize_i420_into(src, dst)
     return out
+
+
+def frame_planes(frame: av.VideoFrame) -> tuple[np.ndarray, ...]:
+    """Read-only views of a decoded frame's planes (no copy), each ``(rows, width)`` of
+    its own plane size (the padding past each row's end left out). The views are valid
+    while ``frame`` is."""
+    views = []
+    for plane in frame.planes:
+        rows = np.frombuffer(memoryview(plane), np.uint8).reshape(-1, plane.line_size)
+        views.append(rows[: plane.height, : plane.width])
+    return tuple(views)
+
+
+def resize_frame_into(frame: av.VideoFrame, dst: np.ndarray) -> None:
+    """Resize a decoded frame into the yuv420p frame ``dst`` (its size is the target),
+    averaging areas, with no copy of the decoded frame: OpenCV ``INTER_AREA`` from the
+    decoder's planes when ``frame`` is yuv420p and a whole multiple of the target in both
+    directions, swscale's area averaging otherwise (any size, any pixel format: it
+    converts to yuv420p as it resizes).
+
+    Raises:
+        ValueError: ``dst`` is not a contiguous yuv420p frame (see :func:`planes`).
+    """
+    targets = planes(dst)
+    height, width = targets[0].shape
+    whole = frame.width % width == 0 and frame.height % height == 0
+    if whole and frame.format.name == "yuv420p":
+        for a, b in zip(frame_planes(frame), targets, strict=True):
+            result = cv2.resize(a, (b.shape[1], b.shape[0]), dst=b, interpolation=cv2.INTER_AREA)
+            if result is not b:  # OpenCV allocated instead of writing the plane
+                b[...] = result
+        return
+    small = frame.reformat(width=width, height=height, format="yuv420p", interpolation="AREA")
+    for a, b in zip(frame_planes(small), targets, strict=True):
+        b[...] = a
