@@ -29,7 +29,12 @@ Note:
 
     A stream whose frame size changes part-way (a concatenated MPEG-TS, a live recording)
     is an error unless ``size=(W, H)`` asks for every frame at one size; then each frame is
-    converted at its own size and resized with OpenCV ``INTER_AREA``.
+    resized as it is decoded, averaging areas: ``"rgb24"``, ``"rgba"`` and ``"gray"``
+    frames are converted at their own size and resized with OpenCV ``INTER_AREA``;
+    ``"yuv420p"`` frames are resized from the decoder's planes with no copy, by OpenCV
+    ``INTER_AREA`` when the frame is a whole multiple of the target size and by swscale's
+    area averaging otherwise (ffmpeg's ``scale=W:H:flags=area``; see
+    :func:`~hyperframes.io.yuv.resize_frame_into`).
 
 Longer than 300 lines: VideoSource's seeking, rate, corruption policy, conversions and
 size changes interact frame by frame.
@@ -53,7 +58,7 @@ from ..frames import FrameSpec
 from .base import Chunk, Source
 from .fingerprint import video_fingerprint
 from .probe import damaged_message, iso_damage, open_video, stream_facts, vfr_suspected
-from .yuv import resize_i420_into
+from .yuv import resize_frame_into
 
 PixFmt = Literal["rgb24", "gray", "rgba", "yuv420p"]
 OnCorrupt = Literal["fail", "skip"]
@@ -188,7 +193,8 @@ class VideoSource(Source):
             ``index``) and lists it in :attr:`skipped`.
         threads: ``True`` lets FFmpeg decode with frame and slice threads, ``False``
             decodes on one thread, an ``int`` sets the thread count.
-        size: ``(width, height)`` to resize every frame to (OpenCV ``INTER_AREA``); by
+        size: ``(width, height)`` to resize every frame to (area averaging: OpenCV
+            ``INTER_AREA``, or swscale's for ``"yuv420p"`` at other than whole ratios); by
             default frames keep the stream's size, and a frame of another size (the size
             changed part-way through the stream) raises :class:`MediaError`.
         colour: how yuv420p becomes ``"rgb24"`` or ``"rgba"``: ``"fast"`` uses OpenCV for
@@ -437,20 +443,13 @@ class VideoSource(Source):
             self._decode_into(frame, dst)
             return
         width, height = self._out_size
-        if self.pix_fmt == "yuv420p" and (got[0] % 2 or got[1] % 2):
-            # yuv420p cannot hold the odd-sized frame: let swscale resize it.
-            small = frame.reformat(
-                width=width, height=height, format="yuv420p", interpolation="AREA"
-            )
-            _assign(dst, small.to_ndarray())
+        if self.pix_fmt == "yuv420p":  # from the decoder's planes, no copy of the frame
+            resize_frame_into(frame, dst)
             return
         shape = self._layout(*got).shape
         if self._scratch is None or self._scratch.shape != shape:
             self._scratch = np.empty(shape, np.uint8)
         self._decode_into(frame, self._scratch)
-        if self.pix_fmt == "yuv420p":
-            resize_i420_into(self._scratch, dst)
-            return
         src, out = self._scratch, dst
         if self.pix_fmt == "gray":  # OpenCV drops a last axis of 1: resize the 2-D views
             src, out = src[..., 0], dst[..., 0]
