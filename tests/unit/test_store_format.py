@@ -50,8 +50,8 @@ def test_bad_headers_name_the_problem(raw: bytes | None, words: str) -> None:
 
 
 def test_other_version_is_a_store_error_not_corruption() -> None:
-    with pytest.raises(StoreError, match="version 2 is not supported") as info:
-        fmt.parse_header(_header(version=2))
+    with pytest.raises(StoreError, match="version 3 is not supported") as info:
+        fmt.parse_header(_header(version=3))
     assert not isinstance(info.value, StoreCorrupt)
 
 

@@ -22,6 +22,15 @@ Optional keys: ``"predictor"`` and ``"transform"`` (see ``codec``), and ``"bands
 (2..64): every raw and delta record is then ``k`` zstd frames, one per horizontal band
 of rows (:meth:`Header.band_rows`), coded on its own so bands decode in parallel; their
 compressed lengths are a 7th field of the record's entry.
+
+Planar groups (a video's native planes, see ``_planes``) add ``"planes": [[h, w], ...]``
+(1..4 planes whose samples add up to the frame), ``"segments": [[offset, rows, width],
+...]`` (whole rows of one plane each, tiling the frame in order) and, with ``"predictor":
+"ffv1"``, ``"pix_fmt"``; their raw (gradient) and delta records list one compressed length
+per segment as a 7th field; FFV1 raw records are one packet (6 fields).
+
+Longer than 300 lines: every field of a group's untrusted header is validated here, in one
+place.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -47,7 +56,7 @@ FRAME_DTYPES = frozenset(
 )
 QUANT_DTYPES = frozenset({"|i1", "<i2", "<i4", "<i8"})
 KINDS = frozenset({"raw", "delta", "quant", "copy"})
-LAYOUTS = frozenset({"independent", "base", "chain", "auto", "keyframe"})
+LAYOUTS = frozenset({"independent", "base", "chain", "auto", "keyframe", "anchors"})
 TIERS = frozenset({"lossless", "psnr", "keyframe"})
 
 
@@ -83,6 +92,12 @@ class Header:
     predictor: str = "none"
     transform: str = "none"
     bands: int = 1
+    planes: tuple[tuple[int, int], ...] = ()
+    """Planar groups: each plane's (rows, width); empty for others."""
+    segments: tuple[tuple[int, int, int], ...] = ()
+    """Planar groups: (flat offset, rows, width) of each separately coded segment."""
+    pix_fmt: str = ""
+    """Planar groups with FFV1 raw records: the planes' pixel format."""
 
     @property
     def count(self) -> int:
@@ -112,7 +127,7 @@ class Header:
         return out
 
 
-PREDICTORS = ("none", "gradient", "webp")
+PREDICTORS = ("none", "gradient", "webp", "ffv1")
 """How raw records are coded: as is or as gradient residuals (then zstd), or as WebP."""
 TRANSFORMS = ("none", "rct")
 """Colour transforms applied to a whole lossless group before coding (see ``codec``)."""
@@ -159,7 +174,7 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise StoreCorrupt(f"group header is not valid JSON: {exc}") from None
     keys = {"dtype", "shape", "base", "layout", "tier", "frames"}
-    optional = {"predictor", "transform", "bands"}
+    optional = {"predictor", "transform", "bands", "planes", "segments", "pix_fmt"}
     if not isinstance(head, dict) or set(head) - optional != keys:
         raise StoreCorrupt(
             f"group header must have the keys {sorted(keys)}, and may have {sorted(optional)}"
@@ -190,17 +205,27 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     bands = _int(head.get("bands", 1), "bands", 1, min(MAX_HEADER_BANDS, shape[0]))
     if bands > 1 and (dtype != np.uint8 or head["tier"] != "lossless" or predictor == "webp"):
         raise StoreCorrupt("group header: bands need lossless uint8 frames without WebP")
-    records = tuple(_record(entry, i, count, payload_len, bands) for i, entry in enumerate(frames))
+    planar = "planes" in head
+    if planar:
+        planes, segments, pix_fmt = _planar(head, shape, dtype, predictor)
+        bands = len(segments)
+    elif {"segments", "pix_fmt"} & set(head) or predictor == "ffv1":
+        raise StoreCorrupt("group header: segments, pix_fmt and ffv1 need planes")
+    whole_raw = planar and predictor == "ffv1"
+    records = tuple(
+        _record(entry, i, count, payload_len, bands, planar=planar, whole_raw=whole_raw)
+        for i, entry in enumerate(frames)
+    )
     if head["tier"] == "lossless" and any(r.kind == "quant" for r in records):
         raise StoreCorrupt("group header: a lossless group holds a quantised record")
     _check_acyclic([r.ref for r in records])
-    if predictor != "none" and (dtype != np.uint8 or len(shape) < 2):
+    if predictor != "none" and not planar and (dtype != np.uint8 or len(shape) < 2):
         raise StoreCorrupt(f"group header: the {predictor} predictor needs uint8 frames of 2+ dims")
     if transform != "none" and (dtype != np.uint8 or shape[-1] != 3 or head["tier"] != "lossless"):
         raise StoreCorrupt("group header: the colour transform needs lossless uint8 RGB frames")
     if predictor == "webp" and (len(shape) != 3 or transform != "rct"):
         raise StoreCorrupt("group header: WebP records need lossless uint8 RGB frames")
-    return Header(
+    header = Header(
         dtype,
         shape,
         base,
@@ -212,6 +237,64 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
         transform,
         bands,
     )
+    if not planar:
+        return header
+    return replace(header, planes=planes, segments=segments, pix_fmt=pix_fmt)
+
+
+PLANAR_FORMATS = frozenset(
+    {"yuv420p", "yuv422p", "yuv444p", "gray", "yuv420p10le", "yuv422p10le", "yuv444p10le",
+     "gray10le"}
+)  # fmt: skip
+
+
+def _planar(
+    head: dict[str, Any], shape: tuple[int, ...], dtype: np.dtype, predictor: str
+) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int, int], ...], str]:
+    """Validate a planar group's planes, segments and pixel format."""
+    total = math.prod(shape)
+    if dtype.str not in ("|u1", "<u2") or head["tier"] != "lossless" or predictor not in (
+        "gradient", "ffv1",
+    ) or "transform" in head or "bands" in head:  # fmt: skip
+        raise StoreCorrupt("group header: planes need lossless uint8/uint16 gradient or ffv1")
+    raw_planes, raw_segs = head["planes"], head.get("segments")
+    if not isinstance(raw_planes, list) or not 1 <= len(raw_planes) <= 4:
+        raise StoreCorrupt("group header: planes must be a list of 1 to 4 [rows, width]")
+    planes = tuple(_pair(p, "a plane", total) for p in raw_planes)
+    if sum(h * w for h, w in planes) != total:
+        raise StoreCorrupt("group header: the planes do not add up to the frame")
+    if not isinstance(raw_segs, list) or not 1 <= len(raw_segs) <= MAX_HEADER_BANDS:
+        raise StoreCorrupt(f"group header: segments must be a list of 1..{MAX_HEADER_BANDS}")
+    segments = []
+    at, plane, plane_end = 0, 0, planes[0][0] * planes[0][1]
+    for seg in raw_segs:
+        if not isinstance(seg, list) or len(seg) != 3:
+            raise StoreCorrupt("group header: a segment must be [offset, rows, width]")
+        o = _int(seg[0], "a segment offset", 0, total)
+        r, w = _pair(seg[1:], "a segment", total)
+        if at == plane_end and plane + 1 < len(planes):
+            plane += 1
+            plane_end += planes[plane][0] * planes[plane][1]
+        if o != at or w != planes[plane][1] or o + r * w > plane_end:
+            raise StoreCorrupt("group header: segments must tile the planes' rows in order")
+        segments.append((o, r, w))
+        at = o + r * w
+    if at != total:
+        raise StoreCorrupt("group header: the segments do not cover the frame")
+    pix_fmt = head.get("pix_fmt", "")
+    if (predictor == "ffv1") != (pix_fmt != "") or (pix_fmt and pix_fmt not in PLANAR_FORMATS):
+        raise StoreCorrupt(f"group header: a bad pix_fmt {pix_fmt!r} for the {predictor} records")
+    if pix_fmt:
+        wide = "10le" in pix_fmt
+        if wide != (dtype.itemsize == 2) or len(planes) != (1 if "gray" in pix_fmt else 3):
+            raise StoreCorrupt(f"group header: pix_fmt {pix_fmt} does not match the planes")
+    return planes, tuple(segments), pix_fmt
+
+
+def _pair(value: Any, what: str, high: int) -> tuple[int, int]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise StoreCorrupt(f"group header: {what} must be [rows, width]")
+    return _int(value[0], f"{what}'s rows", 1, high), _int(value[1], f"{what}'s width", 1, high)
 
 
 def _check_acyclic(refs: list[int]) -> None:
@@ -241,8 +324,18 @@ def _check_acyclic(refs: list[int]) -> None:
         path.clear()
 
 
-def _record(entry: Any, index: int, count: int, payload_len: int, bands: int) -> Record:
-    banded = bands > 1 and isinstance(entry, list) and entry[:1] in (["raw"], ["delta"])
+def _record(
+    entry: Any,
+    index: int,
+    count: int,
+    payload_len: int,
+    bands: int,
+    *,
+    planar: bool = False,
+    whole_raw: bool = False,
+) -> Record:
+    kinds = (["delta"],) if whole_raw else (["raw"], ["delta"])
+    banded = (bands > 1 or planar) and isinstance(entry, list) and entry[:1] in kinds
     if not isinstance(entry, list) or len(entry) != (7 if banded else 6):
         size = 7 if banded else 6
         raise StoreCorrupt(f"group header: frame {index}'s entry must be a list of {size} fields")

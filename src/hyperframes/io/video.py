@@ -57,10 +57,11 @@ from ..errors import CorruptFrame, FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Chunk, Source
 from .fingerprint import video_fingerprint
+from .layouts import TAGS, Layout, native_layout
 from .probe import damaged_message, iso_damage, open_video, stream_facts, vfr_suspected
 from .yuv import resize_frame_into
 
-PixFmt = Literal["rgb24", "gray", "rgba", "yuv420p"]
+PixFmt = Literal["rgb24", "gray", "rgba", "yuv420p", "native"]
 OnCorrupt = Literal["fail", "skip"]
 Colour = Literal["fast", "ffmpeg"]
 
@@ -184,7 +185,10 @@ class VideoSource(Source):
         pix_fmt: ``"rgb24"`` gives ``(H, W, 3)`` frames, ``"gray"`` ``(H, W, 1)``,
             ``"rgba"`` ``(H, W, 4)``, all ``uint8``; ``"yuv420p"`` gives the decoded planes
             with no colour conversion (see :func:`i420_spec`), the fast path for jobs that
-            end in a yuv420p encoder.
+            end in a yuv420p encoder; ``"native"`` gives the decoder's own planes (any
+            layout of :data:`~hyperframes.io.layouts.NATIVE`: 4:2:0, 4:2:2, 4:4:4, gray,
+            10-bit) bit-exact, laid out as :class:`~hyperframes.io.layouts.Layout` says
+            (``info["layout"]`` names it); a stream in another format is refused.
         start: first frame index to produce (frames are numbered from 0 in presentation
             order).
         stop: one past the last frame index to produce; ``None`` reads to the end.
@@ -229,7 +233,7 @@ class VideoSource(Source):
         size: tuple[int, int] | None = None,
         colour: Colour = "fast",
     ) -> None:
-        _check_choice("pix_fmt", pix_fmt, (*CHANNELS, "yuv420p"))
+        _check_choice("pix_fmt", pix_fmt, (*CHANNELS, "yuv420p", "native"))
         _check_choice("colour", colour, ("fast", "ffmpeg"))
         _check_choice("on_corrupt", on_corrupt, ("fail", "skip"))
         if start < 0 or (stop is not None and stop < start):
@@ -245,6 +249,7 @@ class VideoSource(Source):
         container, stream = open_video(self.path)
         try:
             facts = stream_facts(container, stream)
+            tags = {key: int(getattr(stream.codec_context, key)) for key in TAGS}
             self._vfr = self.start >= SEEK_MIN_FRAMES and vfr_suspected(container, stream)
         except av.FFmpegError as exc:
             raise MediaError(f"{str(self.path)!r} is damaged ({exc}); re-encode it") from exc
@@ -253,6 +258,15 @@ class VideoSource(Source):
         self._facts = facts
         self._stream_size: tuple[int, int] = (facts["width"], facts["height"])
         self._out_size = self.size or self._stream_size
+        self._native: Layout | None = None
+        if pix_fmt == "native":
+            self._native = native_layout(facts["pix_fmt"], *self._stream_size)
+            if self._native is None or size is not None:
+                raise ValueError(
+                    f"{str(self.path)!r} decodes to {facts['pix_fmt']}, which pix_fmt='native' "
+                    "does not keep as planes (or size= was given, which planes cannot take); "
+                    "pass pix_fmt='rgb24' or 'yuv420p'"
+                )
         self.spec = self._layout(*self._out_size)
         self._scratch: np.ndarray | None = None
         total = facts["frames"]
@@ -271,6 +285,8 @@ class VideoSource(Source):
             source_pix_fmt=facts["pix_fmt"], frames_estimated=facts["frames_estimated"]
         )
         self.info.update(video_fingerprint(self.path))  # a resumed pack checks it
+        if pix_fmt in ("native", "yuv420p"):  # planes: a store keeps them, with their tags
+            self.info.update(tags, layout=self._native.name if self._native else "yuv420p")
         self._container: av.container.InputContainer | None = None
         self._frames: Iterator[tuple[int, av.VideoFrame]] | None = None
         self._seen = 0
@@ -423,6 +439,8 @@ class VideoSource(Source):
 
     def _layout(self, width: int, height: int) -> FrameSpec:
         """The spec of one ``width x height`` frame in :attr:`pix_fmt`."""
+        if self._native is not None:
+            return self._native.spec
         if self.pix_fmt == "yuv420p":
             return i420_spec(width, height)
         return FrameSpec((height, width, CHANNELS[self.pix_fmt]))
@@ -458,6 +476,9 @@ class VideoSource(Source):
 
     def _decode_into(self, frame: av.VideoFrame, dst: np.ndarray) -> None:
         """Write ``frame`` into ``dst``, which has the frame's own size, in :attr:`pix_fmt`."""
+        if self._native is not None:
+            self._native.read(frame, dst)
+            return
         if self.pix_fmt == "yuv420p":  # planes as decoded: no colour conversion at all
             yuv = frame.format.name == "yuv420p"
             _assign(dst, frame.to_ndarray() if yuv else frame.to_ndarray(format="yuv420p"))

@@ -58,7 +58,7 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     with FrameStore(path, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
         info = store.info.to_dict()
         lengths = store.groups.lengths
-        raw = len(store) * store.spec.nbytes
+        raw = len(store) * store.header.spec.nbytes
         stored = store.state.stored_bytes
         size = sum(p.stat().st_size for p in Path(path).iterdir() if p.is_file())
         info.update(
@@ -75,5 +75,6 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             grouping=store.header.grouping,
             level=store.header.level,
             intra=store.header.intra,
+            pixels=store.header.pixels,
         )
         return info

@@ -34,9 +34,13 @@ import xxhash
 
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
+from ..io.layouts import NATIVE, TAGS, Layout
 
 FORMAT_NAME = "hyperframes.store"
-VERSION = 1
+VERSION = 2
+"""Version 2 added ``pixels`` (stores of a video's native planes); version 1 stores (0.1.0)
+still open and resume as they were written."""
+READABLE_VERSIONS = (1, 2)
 HEADER_KEY = b"hf:header"
 STATE_KEY = b"hf:state"
 TABLE_DB = b"table"
@@ -50,7 +54,7 @@ MAX_FRAME_BYTES = 1 << 31
 MAX_RECORD_BYTES = 1 << 40
 DTYPES = frozenset({"|u1", "<u2", "<u4", "<u8", "|i1", "<i2", "<i4", "<i8", "<f2", "<f4", "<f8"})
 TIERS = frozenset({"lossless", "psnr", "keyframe"})
-INTRA = frozenset({"gradient", "webp"})
+INTRA = frozenset({"gradient", "webp", "ffv1"})
 
 _ENTRY_MAGIC = b"HGT1"
 _ENTRY_HEAD = struct.Struct("<4sQIQQ")  # magic, first frame, count, record length, record hash
@@ -97,6 +101,9 @@ class StoreHeader:
         grouping: the grouping options the store was packed with (informative), or ``None``.
         created_by: the library version that created the store.
         version: the format version.
+        pixels: for a store of a video's native planes, the layout and colour tags
+            (``{"layout": "yuv420p", "width": W, "height": H, "colorspace": 1, ...}``,
+            see :func:`pixels_of`); ``None`` for frames stored as they came.
     """
 
     spec: FrameSpec
@@ -108,9 +115,18 @@ class StoreHeader:
     created_by: str = ""
     version: int = VERSION
     intra: str = "gradient"
+    pixels: dict[str, Any] | None = None
+
+    @property
+    def layout(self) -> Layout | None:
+        """The planes' layout (``None`` unless the store holds a video's native planes)."""
+        if self.pixels is None:
+            return None
+        return Layout.of(self.pixels["layout"], self.pixels["width"], self.pixels["height"])
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        extra = {} if self.version == 1 else {"pixels": self.pixels}
+        return extra | {
             "format": FORMAT_NAME,
             "version": self.version,
             "spec": {"shape": list(self.spec.shape), "dtype": self.spec.dtype.str},
@@ -128,9 +144,32 @@ class StoreHeader:
 
     def same_encoding(self, other: StoreHeader) -> bool:
         """Whether frames appended under ``other`` decode like those under ``self``."""
-        return (self.spec, self.tier, self.psnr, self.level, self.intra, self.grouping) == (
+        return (self.spec, self.tier, self.psnr, self.level, self.intra, self.grouping,
+                self.pixels) == (
             other.spec, other.tier, other.psnr, other.level, other.intra, other.grouping,
+            other.pixels,
         )  # fmt: skip
+
+
+def pixels_of(spec: FrameSpec, info: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``pixels`` of a store of frames of ``spec`` from a source with ``info``: its
+    native layout and colour tags when the source says it gives planes (``info["layout"]``,
+    as :class:`~hyperframes.io.video.VideoSource` does for ``pix_fmt="native"`` and
+    ``"yuv420p"``) and the frames still have that layout's shape, else ``None``."""
+    name = info.get("layout")
+    if name not in NATIVE or len(spec.shape) not in (1, 2):
+        return None
+    sizes: list[tuple[Any, Any]] = [(info.get("width"), info.get("height"))]
+    if len(spec.shape) == 2:  # resized on the way (yuv420p): the size follows the shape
+        rows, width = spec.shape
+        sizes += [(width, rows * 2 // 3), (width, rows // 2), (width, rows // 3), (width, rows)]
+    for width, height in sizes:
+        if isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0:
+            layout = Layout.of(name, width, height)
+            if layout.spec == spec:
+                tags = {k: info[k] for k in TAGS if isinstance(info.get(k), int)}
+                return {"layout": name, "width": width, "height": height, **tags}
+    return None
 
 
 IDENTITY_KEYS = (
@@ -235,12 +274,15 @@ def parse_header(raw: bytes | None) -> StoreHeader:
     if head.get("format") != FORMAT_NAME:
         raise StoreCorrupt(f"header: format must be {FORMAT_NAME!r}, got {head.get('format')!r}")
     version = head.get("version")
-    if version != VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise StoreError(
             f"header: store format version {version!r} is not supported (this library reads "
-            f"version {VERSION}); open it with the hyperframes release that wrote it"
+            f"versions {', '.join(map(str, READABLE_VERSIONS))}); open it with the hyperframes "
+            "release that wrote it"
         )
     keys = {"format", "version", "spec", "source", "codec", "grouping", "checksum", "created_by"}
+    if version >= 2:
+        keys.add("pixels")
     if set(head) != keys:
         raise StoreCorrupt(f"header: expected the keys {sorted(keys)}, got {sorted(head)}")
     if head["checksum"] != "xxh3_64":
@@ -267,10 +309,33 @@ def parse_header(raw: bytes | None) -> StoreHeader:
         raise StoreCorrupt("header: grouping must be an object or null")
     if not isinstance(head["created_by"], str):
         raise StoreCorrupt("header: created_by must be a string")
+    pixels = _parse_pixels(head.get("pixels"), spec)
     return StoreHeader(
         spec, source, codec["tier"], None if psnr is None else float(psnr), level, grouping,
-        head["created_by"], VERSION, intra,
+        head["created_by"], version, intra, pixels,
     )  # fmt: skip
+
+
+def _parse_pixels(value: Any, spec: FrameSpec) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not {"layout", "width", "height"} <= set(value):
+        raise StoreCorrupt("header: pixels must be null or {layout, width, height, tags}")
+    if set(value) - {"layout", "width", "height", *TAGS}:
+        raise StoreCorrupt(f"header: unknown keys in pixels: {sorted(value)}")
+    if value["layout"] not in NATIVE:
+        raise StoreCorrupt(f"header: unknown pixel layout {value['layout']!r}")
+    width = _int(value["width"], "header: pixels width", 1, MAX_FRAME_BYTES)
+    height = _int(value["height"], "header: pixels height", 1, MAX_FRAME_BYTES)
+    for key in TAGS:
+        if key in value:
+            _int(value[key], f"header: pixels {key}", 0, 255)
+    if Layout.of(value["layout"], width, height).spec != spec:
+        raise StoreCorrupt(
+            f"header: {value['layout']} planes of {width}x{height} are not frames of "
+            f"{spec.describe()}"
+        )
+    return dict(value)
 
 
 def _parse_spec(value: Any) -> FrameSpec:

@@ -12,6 +12,12 @@ Example:
     ...     clip = store[100:200]          # (100, H, W, C), half-open
     ...     last = store[-1]
 
+A store of a video's native planes (``pack`` of a video keeps the decoder's yuv420p, 4:2:2,
+4:4:4, gray or 10-bit planes bit-exact) gives RGB by default, converted exactly as
+:class:`~hyperframes.io.video.VideoSource` converts; ``pix_fmt="native"`` (or the layout's
+own name, e.g. ``"yuv420p"``) gives the planes as stored (see
+:class:`~hyperframes.io.layouts.Layout`).
+
 Note:
     Frames come back read-only (they may be shared with the cache); copy one before
     writing to it. Another process may append to a store while it is open here; call
@@ -39,6 +45,7 @@ from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
 from ..hyper import decode_frame, decode_group
 from ..hyper import group_header as group_format
+from ..io.layouts import to_rgb
 from . import _env
 from . import format as fmt
 from .cache import DEFAULT_POLICY, CacheStats, Policy, TieredCache
@@ -103,6 +110,10 @@ class FrameStore:
             With either ``"group"`` or ``"auto"``, a group is decoded whole (and read
             ahead) only when the hot tier can hold it; otherwise frame by frame.
         read_ahead: read the next hyperframe in the background during sequential access.
+        pix_fmt: for a store of a video's native planes, ``"rgb24"`` (default) converts
+            each frame to ``(H, W, 3)`` RGB as :class:`~hyperframes.io.video.VideoSource`
+            does; ``"native"`` or the layout's name (``"yuv420p"``...) gives the planes
+            exactly as decoded. Other stores give their frames as stored either way.
 
     Raises:
         StoreError: not a store, a store of another format version, or already open for
@@ -119,6 +130,7 @@ class FrameStore:
         policy: Policy = DEFAULT_POLICY,
         decode: Decode = "auto",
         read_ahead: bool = True,
+        pix_fmt: str = "rgb24",
     ) -> None:
         if decode not in ("auto", "group", "frame"):
             raise ValueError(f"decode must be 'auto', 'group' or 'frame', got {decode!r}")
@@ -142,6 +154,7 @@ class FrameStore:
                 self.header = fmt.parse_header(txn.get(fmt.HEADER_KEY))
                 self.state = fmt.parse_state(txn.get(fmt.STATE_KEY))
                 self._handles.require()
+                self._rgb = self._delivery(pix_fmt)
                 self.groups = GroupTable.empty()
                 self._load(txn, self.state)
         except BaseException:
@@ -160,7 +173,31 @@ class FrameStore:
 
     @property
     def spec(self) -> FrameSpec:
+        """The frames as this store gives them (RGB for native planes, unless ``pix_fmt``)."""
+        layout = self.header.layout
+        if self._rgb and layout is not None:
+            return FrameSpec((layout.height, layout.width, 3), np.uint8)
         return self.header.spec
+
+    def _delivery(self, pix_fmt: str) -> bool:
+        """Whether frames are converted to RGB on the way out."""
+        layout = self.header.layout
+        allowed = {"rgb24", "native"} | ({layout.name} if layout else set())
+        if pix_fmt not in allowed:
+            raise ValueError(
+                f"pix_fmt must be one of {sorted(allowed)} for this store "
+                f"({layout.name if layout else 'frames stored as they came'}), got {pix_fmt!r}"
+            )
+        return layout is not None and pix_fmt == "rgb24"
+
+    def _out(self, frame: np.ndarray) -> np.ndarray:
+        """A stored frame as this store gives it."""
+        layout = self.header.layout
+        if not self._rgb or layout is None:
+            return frame
+        rgb = to_rgb(frame, layout, self.header.pixels or {})
+        rgb.flags.writeable = False
+        return rgb
 
     @property
     def info(self) -> StoreInfo:
@@ -206,7 +243,7 @@ class FrameStore:
         self._last = i
         if ahead is not None:
             self._prefetch(ahead)
-        return frame
+        return self._out(frame)
 
     def get_frames_in_range(self, start: int, stop: int) -> np.ndarray:
         """Frames ``start..stop-1`` as one new ``(stop - start, *shape)`` array.
@@ -226,7 +263,9 @@ class FrameStore:
             if hi - i == 1:
                 out[i - start] = self.get_frame_at(i)
             else:
-                out[i - start : hi - start] = self._load_group(g)[i - first : hi - first]
+                frames = self._load_group(g)[i - first : hi - first]
+                for j, frame in enumerate(frames):
+                    out[i - start + j] = self._out(frame)
             i = hi
         return out
 
@@ -252,7 +291,8 @@ class FrameStore:
                 assert ahead is not None
                 frames = ahead.result()
                 ahead = pool.submit(self._load_group, g + 1) if g + 1 < count else None
-                yield from frames
+                for frame in frames:
+                    yield self._out(frame)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -388,19 +428,21 @@ class FrameStore:
             head = group_format.parse_header(data)
         except StoreCorrupt as exc:
             raise _corrupt(f"the record of {where}: {exc}", span) from None
-        if (head.count, head.shape, head.dtype) != (len(span), self.spec.shape, self.spec.dtype):
+        spec = self.header.spec
+        if (head.count, head.shape, head.dtype) != (len(span), spec.shape, spec.dtype):
             got = f"{head.count} frames of {'x'.join(map(str, head.shape))} {head.dtype}"
             raise _corrupt(
                 f"the record of {where} holds {got}, but the header says "
-                f"{self.spec.describe()} and the table {len(span)} frames", span,
+                f"{spec.describe()} and the table {len(span)} frames", span,
             )  # fmt: skip
         return head
 
     def _check(self, frame: np.ndarray, i: int, g: int) -> np.ndarray:
-        if frame.shape != self.spec.shape or frame.dtype != self.spec.dtype:
+        spec = self.header.spec
+        if frame.shape != spec.shape or frame.dtype != spec.dtype:
             raise _corrupt(
                 f"frame {i} (group {g}) decodes to {'x'.join(map(str, frame.shape))} "
-                f"{frame.dtype}, but the header says {self.spec.describe()}", [i],
+                f"{frame.dtype}, but the header says {spec.describe()}", [i],
             )  # fmt: skip
         if fmt.checksum(frame) != int(self.groups.checksums[i]):
             raise _corrupt(f"frame {i} (group {g}) fails its checksum", [i])
@@ -421,11 +463,12 @@ class FrameStore:
                 f"group {g} decodes to {len(frames)} frames; the table says {stop - first}",
                 range(first, stop),
             )  # fmt: skip
-        if frames.shape[1:] != self.spec.shape or frames.dtype != self.spec.dtype:
+        spec = self.header.spec
+        if frames.shape[1:] != spec.shape or frames.dtype != spec.dtype:
             got = f"{'x'.join(map(str, frames.shape[1:]))} {frames.dtype}"
             raise _corrupt(
                 f"group {g} decodes to frames of {got}, but the header says "
-                f"{self.spec.describe()}", range(first, stop),
+                f"{spec.describe()}", range(first, stop),
             )  # fmt: skip
         bad = [first + j for j in range(len(frames)) if not self._ok(frames[j], first + j)]
         if bad:
@@ -439,7 +482,7 @@ class FrameStore:
     def _fits(self, g: int) -> bool:
         """Whether the hot tier can hold group ``g`` decoded."""
         first, stop = self.groups.span(g)
-        return (stop - first) * self.spec.nbytes <= self.cache.hot.capacity
+        return (stop - first) * self.header.spec.nbytes <= self.cache.hot.capacity
 
     def _miss(self, i: int, g: int) -> np.ndarray:
         first, stop = self.groups.span(g)

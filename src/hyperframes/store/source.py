@@ -33,6 +33,8 @@ class StoreSource(Source):
         path: the store folder.
         start: first frame.
         stop: one past the last frame; ``None`` for the end (as the store is now).
+        pix_fmt: as for :class:`FrameStore`: a store of a video's native planes gives RGB
+            by default, its planes with ``"native"`` (or the layout's name).
 
     Raises:
         StoreError, StoreCorrupt: as :class:`FrameStore`.
@@ -40,10 +42,15 @@ class StoreSource(Source):
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, start: int = 0, stop: int | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        pix_fmt: str = "rgb24",
     ) -> None:
-        self.path = path
-        with FrameStore(path, hot_bytes=0, read_ahead=False) as store:
+        self.path, self.pix_fmt = path, pix_fmt
+        with FrameStore(path, hot_bytes=0, read_ahead=False, pix_fmt=pix_fmt) as store:
             n = len(store)
             end = n if stop is None else stop
             if not 0 <= start <= end <= n:
@@ -70,7 +77,7 @@ class StoreSource(Source):
             StoreError: the store no longer holds frame ``stop - 1``.
         """
         self.close()
-        store = FrameStore(self.path, hot_bytes=0, read_ahead=False)
+        store = FrameStore(self.path, hot_bytes=0, read_ahead=False, pix_fmt=self.pix_fmt)
         if len(store) < self.stop:
             store.close()
             raise StoreError(

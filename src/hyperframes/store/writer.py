@@ -114,7 +114,7 @@ class StoreWriter:
         self.path = Path(path)
         self.header = fmt.StoreHeader(
             spec, fmt.json_safe(dict(info or {})), tier, psnr, level, grouping, __version__,
-            intra=intra,
+            intra=intra, pixels=fmt.pixels_of(spec, dict(info or {})),
         )  # fmt: skip
         self._lock_fd: int | None = None
         self._prepare(resume=resume, overwrite=overwrite)  # takes the writer lock
@@ -328,7 +328,12 @@ class StoreWriter:
             group = encode_group(frames, tier="psnr", psnr=h.psnr, level=h.level)
         else:
             tier, intra = cast(Tier, h.tier), cast(Intra, h.intra)  # validated on parse
-            group = encode_group(frames, tier=tier, level=h.level, intra=intra)
+            layout = h.layout
+            planes = None if layout is None else layout.plane_shapes
+            pix_fmt = None if layout is None else layout.name
+            group = encode_group(
+                frames, tier=tier, level=h.level, intra=intra, planes=planes, pix_fmt=pix_fmt
+            )
         exact = group.tier == "lossless"
         decoded = frames if exact else decode_group(group.data)
         sums = tuple(fmt.checksum(frame) for frame in decoded)

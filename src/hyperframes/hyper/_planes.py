@@ -1,0 +1,351 @@
+"""Planar groups: frames of a video's native planes (Y, U, V or gray), coded plane by plane.
+
+A planar frame is one flat run of samples (``uint8``, or ``uint16`` for 10-bit), the
+planes one after another (``"planes": [[h, w], ...]`` in the group header). It is cut into
+*segments*: whole rows of one plane (``"segments": [[offset, rows, width], ...]``; the
+luma plane of a large frame is cut into up to :data:`MAX_LUMA_SEGMENTS` row bands), each
+coded on its own so that a frame decodes segment by segment on several cores, and no
+plane's rows ever predict another's.
+
+Records:
+
+- raw, ``"predictor": "gradient"``: per segment, the 2-D gradient residual (value - left -
+  up + up-left, modulo ``2**bits``), byte planes apart, one zstd frame each;
+- raw, ``"predictor": "ffv1"``: the whole frame as one FFV1 keyframe packet (FFmpeg's
+  context-modelled coder, through PyAV; ``"pix_fmt"`` names the planes' format);
+- delta: per segment, the difference modulo ``2**bits`` to the reference, one zstd frame;
+- copy: the reference's samples.
+
+References (``"layout": "anchors"``): the base is the middle frame; every
+:data:`ANCHOR_EVERY`-th frame from it is an *anchor* that references the base, every other
+frame references its nearest anchor (or the base), so any frame decodes from at most three
+records whatever the group's length (a 60-frame group of a static shot decodes a frame
+from 3 records, not 9). A delta that codes larger than the frame alone is replaced by the
+frame alone.
+
+Example:
+    >>> segs = segments([(4, 8), (2, 4), (2, 4)], luma_bands=2)
+    >>> [list(s) for s in segs]
+    [[0, 2, 8], [16, 2, 8], [32, 2, 4], [40, 2, 4]]
+
+Longer than 300 lines: the planar records' encoding, their FFV1 coder and their decoding
+belong together (one record format).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from fractions import Fraction
+from typing import Any
+
+import av
+import cv2
+import numpy as np
+import zstandard as zstd
+
+from ..errors import StoreCorrupt
+from . import group_header
+from .group_header import Header, Record
+
+ANCHOR_EVERY = 8
+"""Anchors (frames that reference the base directly) every this many frames from the base."""
+MAX_LUMA_SEGMENTS = 4
+"""The luma plane of a frame is cut into at most this many row bands..."""
+SEGMENT_SAMPLES = 192 << 10
+"""...one per this many luma samples."""
+FALLBACK_RATIO = 0.8
+"""A delta under 0.8x the base's coded size is kept without also trying the frame alone."""
+FFV1_FORMATS = frozenset(
+    {"yuv420p", "yuv422p", "yuv444p", "gray", "yuv420p10le", "yuv422p10le", "yuv444p10le",
+     "gray10le"}
+)  # fmt: skip
+"""Planar formats an FFV1 raw record may hold (full-range ``yuvj`` planes are coded as
+their ``yuv`` twins: the bytes are the same)."""
+
+Segment = tuple[int, int, int]
+"""(flat offset, rows, width)."""
+
+
+def segments(planes: Sequence[tuple[int, int]], *, luma_bands: int) -> list[Segment]:
+    """The segments of a frame of ``planes``: the first plane in ``luma_bands`` row bands,
+    every other plane whole."""
+    out: list[Segment] = []
+    at = 0
+    for p, (h, w) in enumerate(planes):
+        k = max(1, min(luma_bands, h)) if p == 0 else 1
+        for band in range(k):
+            start, stop = group_header.band_rows(h, k, band)
+            out.append((at + start * w, stop - start, w))
+        at += h * w
+    return out
+
+
+def luma_bands_for(planes: Sequence[tuple[int, int]]) -> int:
+    h, w = planes[0]
+    return max(1, min(MAX_LUMA_SEGMENTS, (h * w) // SEGMENT_SAMPLES, h))
+
+
+def reference(i: int, b: int, n: int) -> int:
+    """Frame ``i``'s reference in a group of ``n`` with its base at ``b`` (-1: none)."""
+    if i == b:
+        return -1
+    off = i - b
+    if off % ANCHOR_EVERY == 0:
+        return b
+    anchor = b + ANCHOR_EVERY * round(off / ANCHOR_EVERY)
+    if not 0 <= anchor < n:
+        anchor -= ANCHOR_EVERY if off > 0 else -ANCHOR_EVERY
+    return anchor
+
+
+# -- prediction -------------------------------------------------------------------------
+
+
+def gradient(x: np.ndarray) -> np.ndarray:
+    """The 2-D gradient residual of one segment (wrapping modulo ``2**bits``)."""
+    r = x.copy()
+    r[:, 1:] -= x[:, :-1]
+    r[1:] -= x[:-1]
+    r[1:, 1:] += x[:-1, :-1]
+    return r
+
+
+def ungradient(r: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`gradient`: prefix sums down and across, modulo ``2**bits``."""
+    h, w = r.shape
+    if r.dtype == np.uint8 and 255 * h * w < 2**31:
+        return cv2.integral(r, sdepth=cv2.CV_32S)[1:, 1:].astype(np.uint8)  # wraps
+    return np.cumsum(np.cumsum(r, axis=0, dtype=r.dtype), axis=1, dtype=r.dtype)
+
+
+def _bytes(a: np.ndarray) -> bytes:
+    k = a.dtype.itemsize
+    flat = a.reshape(-1)
+    return flat.tobytes() if k == 1 else flat.view(np.uint8).reshape(-1, k).T.tobytes()
+
+
+def _samples(raw: bytes, dtype: np.dtype, n: int) -> np.ndarray:
+    k = dtype.itemsize
+    if k == 1:
+        return np.frombuffer(raw, dtype)
+    return np.ascontiguousarray(np.frombuffer(raw, np.uint8).reshape(k, n).T).view(dtype)[:, 0]
+
+
+# -- FFV1 records ----------------------------------------------------------------------------
+
+
+def ffv1_format(pix_fmt: str) -> str:
+    return pix_fmt.replace("yuvj", "yuv")
+
+
+class Ffv1Planes:
+    """Planar frames to FFV1 keyframe packets and back, through PyAV (one encoder each)."""
+
+    def __init__(self, pix_fmt: str, planes: Sequence[tuple[int, int]]) -> None:
+        self.pix_fmt, self.planes = ffv1_format(pix_fmt), [tuple(p) for p in planes]
+        self.height, self.width = self.planes[0]
+        self.dtype = np.dtype(np.uint8 if "10le" not in self.pix_fmt else "<u2")
+        self._encoder: Any = None  # av.VideoCodecContext
+        self._count = 0
+
+    def _frame(self, flat: np.ndarray) -> av.VideoFrame:
+        frame = av.VideoFrame(self.width, self.height, self.pix_fmt)
+        at = 0
+        for plane, (h, w) in zip(frame.planes, self.planes, strict=True):
+            rows = np.frombuffer(memoryview(plane), self.dtype).reshape(plane.height, -1)
+            rows[:h, :w] = flat[at : at + h * w].reshape(h, w)
+            at += h * w
+        return frame
+
+    def encode(self, flat: np.ndarray) -> bytes:
+        if self._encoder is None:
+            enc = av.CodecContext.create("ffv1", "w")
+            enc.width, enc.height, enc.pix_fmt = self.width, self.height, self.pix_fmt
+            enc.time_base = Fraction(1, 25)
+            enc.options = {"g": "1", "level": "1"}  # keyframes alone: each packet stands alone
+            enc.open()
+            self._encoder = enc
+        frame = self._frame(flat)
+        frame.pts = self._count
+        self._count += 1
+        packets = self._encoder.encode(frame)
+        if len(packets) != 1:  # pragma: no cover - FFV1 has no delay
+            raise RuntimeError(f"FFV1 gave {len(packets)} packets for one frame")
+        return bytes(packets[0])
+
+    def decode(self, blob: memoryview, out: np.ndarray) -> None:
+        """Decode one packet into the flat ``out``; refuse anything but these planes."""
+        dec = av.CodecContext.create("ffv1", "r")
+        dec.width, dec.height = self.width, self.height
+        try:
+            dec.open()
+            frames = dec.decode(av.Packet(bytes(blob)))
+        except av.FFmpegError as exc:
+            raise StoreCorrupt(f"an FFV1 record fails to decode: {exc}") from None
+        if len(frames) != 1:
+            raise StoreCorrupt("an FFV1 record does not decode to one frame")
+        frame = frames[0]
+        if (frame.format.name, frame.width, frame.height) != (
+            self.pix_fmt, self.width, self.height,
+        ):  # fmt: skip
+            raise StoreCorrupt("an FFV1 record decodes to frames of another format or size")
+        at = 0
+        for plane, (h, w) in zip(frame.planes, self.planes, strict=True):
+            rows = np.frombuffer(memoryview(plane), self.dtype).reshape(plane.height, -1)
+            out[at : at + h * w].reshape(h, w)[...] = rows[:h, :w]
+            at += h * w
+
+
+# -- encoding ----------------------------------------------------------------------------
+
+
+def encode_planar(
+    arr: np.ndarray,
+    planes: Sequence[tuple[int, int]],
+    *,
+    cctx: zstd.ZstdCompressor,
+    intra: str,
+    pix_fmt: str | None,
+    layout: str,
+) -> tuple[dict[str, object], list[Record], list[bytes]]:
+    """Code a lossless group of planar frames (``arr``: ``(n, ...)``, flattened per frame).
+
+    Returns:
+        The header keys, the records and their bytes.
+    """
+    n = arr.shape[0]
+    flat = arr.reshape(n, -1)
+    segs = segments(planes, luma_bands=luma_bands_for(planes))
+    use_ffv1 = intra == "ffv1" and pix_fmt is not None and ffv1_format(pix_fmt) in FFV1_FORMATS
+    ffv1 = Ffv1Planes(pix_fmt, planes) if use_ffv1 and pix_fmt else None
+    b = 0 if layout == "independent" else n // 2
+
+    def raw(i: int) -> tuple[bytes, tuple[int, ...]]:
+        if ffv1 is not None:
+            return ffv1.encode(flat[i]), ()
+        parts = [cctx.compress(_bytes(gradient(_seg(flat[i], s)))) for s in segs]
+        return b"".join(parts), tuple(len(p) for p in parts)
+
+    def delta(i: int, ref: int) -> tuple[bytes, tuple[int, ...]]:
+        diff = flat[i] - flat[ref]
+        parts = [cctx.compress(_bytes(diff[o : o + r * w])) for o, r, w in segs]
+        return b"".join(parts), tuple(len(p) for p in parts)
+
+    base_blob = raw(b)
+    records: list[Record] = []
+    blobs: list[bytes] = []
+    offset = 0
+    for i in range(n):
+        ref = -1 if layout == "independent" else reference(i, b, n)
+        if i == b:
+            kind, blob = "raw", base_blob
+        elif ref >= 0 and np.array_equal(flat[i], flat[ref]):
+            kind, blob = "copy", (b"", ())
+        elif ref >= 0:
+            kind, blob = "delta", delta(i, ref)
+            if len(blob[0]) > FALLBACK_RATIO * len(base_blob[0]):
+                alone = raw(i)
+                if len(alone[0]) < len(blob[0]):
+                    kind, blob, ref = "raw", alone, -1
+        else:
+            kind, blob = "raw", raw(i)
+        data, parts = blob
+        records.append(Record(kind, ref, offset, len(data), parts=parts))
+        blobs.append(data)
+        offset += len(data)
+    meta: dict[str, object] = {
+        "base": b,
+        "layout": "independent" if layout == "independent" else "anchors",
+        "planes": [list(p) for p in planes],
+        "segments": [list(s) for s in segs],
+        "predictor": "ffv1" if ffv1 is not None else "gradient",
+    }
+    if ffv1 is not None:
+        meta["pix_fmt"] = ffv1.pix_fmt
+    return meta, records, blobs
+
+
+def _seg(frame: np.ndarray, seg: Segment) -> np.ndarray:
+    o, r, w = seg
+    return frame[o : o + r * w].reshape(r, w)
+
+
+# -- decoding ----------------------------------------------------------------------------
+
+
+def _read(view: memoryview, start: int, length: int, dtype: np.dtype, n: int) -> np.ndarray:
+    blob = view[start : start + length]
+    expected = n * dtype.itemsize
+    try:
+        if zstd.frame_content_size(blob) != expected:
+            raise StoreCorrupt(f"a record does not hold {expected} bytes")
+        raw = zstd.ZstdDecompressor().decompress(blob)
+    except zstd.ZstdError as exc:
+        raise StoreCorrupt(f"a record fails to decompress: {exc}") from None
+    if len(raw) != expected:
+        raise StoreCorrupt(f"a record decompressed to {len(raw)} bytes, expected {expected}")
+    return _samples(raw, dtype, n)
+
+
+def _each(fn: Callable[[int], None], count: int, pool: Executor | None) -> None:
+    if pool is None or count == 1:
+        for k in range(count):
+            fn(k)
+        return
+    for done in [pool.submit(fn, k) for k in range(count)]:
+        done.result()
+
+
+def decode_record(
+    view: memoryview,
+    header: Header,
+    j: int,
+    ref: np.ndarray | None,
+    out: np.ndarray,
+    pool: Executor | None,
+) -> None:
+    """Record ``j`` of a planar group into the flat ``out``, given its reference's samples."""
+    rec = header.records[j]
+    if rec.kind == "copy":
+        assert ref is not None
+        out[...] = ref
+        return
+    if rec.kind == "raw" and header.predictor == "ffv1":
+        start = header.payload_start + rec.offset
+        Ffv1Planes(header.pix_fmt, header.planes).decode(view[start : start + rec.length], out)
+        return
+    dtype = np.dtype(f"<u{header.dtype.itemsize}")
+    samples = out.view(dtype)
+    segs = header.segments
+
+    def one(k: int) -> None:
+        o, r, w = segs[k]
+        at, length = header.part(rec, k)
+        values = _read(view, at, length, dtype, r * w)
+        if rec.kind == "raw":
+            samples[o : o + r * w] = ungradient(values.reshape(r, w)).reshape(-1)
+        else:
+            assert ref is not None
+            np.add(values, ref.view(dtype)[o : o + r * w], out=samples[o : o + r * w])
+
+    _each(one, len(segs), pool)
+
+
+def decode_planar(
+    view: memoryview, header: Header, frames: Sequence[int], pool: Executor | None
+) -> np.ndarray:
+    """Frames ``frames`` of a planar group, ``(len(frames), *shape)``; records shared by
+    several are decoded once."""
+    size = int(np.prod(header.shape))
+    done: dict[int, np.ndarray] = {}
+    out = np.empty((len(frames), size), header.dtype)
+    for slot, i in enumerate(frames):
+        for j in header.chain(i):
+            if j not in done:
+                ref = header.records[j].ref
+                value = np.empty(size, header.dtype)
+                decode_record(view, header, j, done[ref] if ref >= 0 else None, value, pool)
+                done[j] = value
+        out[slot] = done[i]
+    return out.reshape(len(frames), *header.shape)
