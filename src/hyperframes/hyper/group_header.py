@@ -26,8 +26,9 @@ compressed lengths are a 7th field of the record's entry.
 Planar groups (a video's native planes, see ``_planes``) add ``"planes": [[h, w], ...]``
 (1..4 planes whose samples add up to the frame), ``"segments": [[offset, rows, width],
 ...]`` (whole rows of one plane each, tiling the frame in order) and, with ``"predictor":
-"ffv1"``, ``"pix_fmt"``; their raw (gradient) and delta records list one compressed length
-per segment as a 7th field; FFV1 raw records are one packet (6 fields).
+"ffv1"``, ``"pix_fmt"`` and ``"extradata"`` (the FFV1 configuration record, hex); their raw
+(gradient) and delta records list one compressed length per segment as a 7th field; in an
+``ffv1`` group a raw record of 6 fields is one FFV1 packet.
 
 Longer than 300 lines: every field of a group's untrusted header is validated here, in one
 place.
@@ -98,6 +99,8 @@ class Header:
     """Planar groups: (flat offset, rows, width) of each separately coded segment."""
     pix_fmt: str = ""
     """Planar groups with FFV1 raw records: the planes' pixel format."""
+    extradata: bytes = b""
+    """Planar groups with FFV1 raw records: the coder's configuration record."""
 
     @property
     def count(self) -> int:
@@ -174,7 +177,7 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise StoreCorrupt(f"group header is not valid JSON: {exc}") from None
     keys = {"dtype", "shape", "base", "layout", "tier", "frames"}
-    optional = {"predictor", "transform", "bands", "planes", "segments", "pix_fmt"}
+    optional = {"predictor", "transform", "bands", "planes", "segments", "pix_fmt", "extradata"}
     if not isinstance(head, dict) or set(head) - optional != keys:
         raise StoreCorrupt(
             f"group header must have the keys {sorted(keys)}, and may have {sorted(optional)}"
@@ -209,7 +212,7 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     if planar:
         planes, segments, pix_fmt = _planar(head, shape, dtype, predictor)
         bands = len(segments)
-    elif {"segments", "pix_fmt"} & set(head) or predictor == "ffv1":
+    elif {"segments", "pix_fmt", "extradata"} & set(head) or predictor == "ffv1":
         raise StoreCorrupt("group header: segments, pix_fmt and ffv1 need planes")
     whole_raw = planar and predictor == "ffv1"
     records = tuple(
@@ -239,7 +242,21 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     )
     if not planar:
         return header
-    return replace(header, planes=planes, segments=segments, pix_fmt=pix_fmt)
+    extradata = head.get("extradata", "")
+    if (
+        not isinstance(extradata, str)
+        or len(extradata) > 2 * MAX_EXTRADATA
+        or (extradata and not pix_fmt)
+    ):
+        raise StoreCorrupt("group header: extradata must be a short hex string (ffv1 only)")
+    try:
+        config = bytes.fromhex(extradata)
+    except ValueError:
+        raise StoreCorrupt("group header: extradata is not hex") from None
+    return replace(header, planes=planes, segments=segments, pix_fmt=pix_fmt, extradata=config)
+
+
+MAX_EXTRADATA = 4096
 
 
 PLANAR_FORMATS = frozenset(
@@ -334,8 +351,10 @@ def _record(
     planar: bool = False,
     whole_raw: bool = False,
 ) -> Record:
-    kinds = (["delta"],) if whole_raw else (["raw"], ["delta"])
+    kinds = (["raw"], ["delta"])
     banded = (bands > 1 or planar) and isinstance(entry, list) and entry[:1] in kinds
+    if whole_raw and banded and entry[0] == "raw" and len(entry) == 6:
+        banded = False  # an FFV1 packet (a raw record with band lengths is gradient-coded)
     if not isinstance(entry, list) or len(entry) != (7 if banded else 6):
         size = 7 if banded else 6
         raise StoreCorrupt(f"group header: frame {index}'s entry must be a list of {size} fields")
