@@ -19,6 +19,7 @@ from ..engine.sizing import default_budget
 from ..errors import StoreCorrupt
 from ..hyper.grouping import GroupingOptions
 from ..io.images import ImageSequenceSink
+from ..io.layouts import NATIVE
 from ..io.video import VideoSource
 from ..io.video_sink import VideoSink
 from ..store import FrameStore, StoreSink, StoreWriter, is_store, store_info
@@ -47,9 +48,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-len", type=positive_int, default=None, help="longest group")
     p.add_argument("--psnr", type=float, default=None, help="lossy: target PSNR in dB")
     p.add_argument(
-        "--intra", choices=("gradient", "webp"), default="gradient",
-        help="how frames stored whole are coded: gradient (fast) or webp (lossless WebP: "
-        "16-25%% smaller stores, 7-20x slower to pack)",
+        "--intra", choices=("gradient", "webp", "ffv1"), default="gradient",
+        help="how frames stored whole are coded: gradient (fast) or webp (RGB stores: "
+        "lossless WebP, 16-25%% smaller, 7-20x slower to pack) or ffv1 (stores of planes: "
+        "FFV1 keyframes, about FFV1's size, random access about FFV1's)",
+    )  # fmt: skip
+    p.add_argument(
+        "--pix-fmt", choices=("native", "rgb24"), default="native",
+        help="native (default): keep the decoder's planes bit-exact (yuv420p, 4:2:2, "
+        "4:4:4, gray, 10-bit; other formats and --size store rgb24); rgb24: store RGB",
     )  # fmt: skip
     either = p.add_mutually_exclusive_group()
     either.add_argument(
@@ -84,7 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_pack(args: argparse.Namespace) -> int:
     tier = "lossless" if args.psnr is None else "psnr"
     start, complete = resume_point(args.store) if args.resume else (0, False)
-    whole = VideoSource(args.input, size=args.size)
+    pix_fmt = _pack_pix_fmt(args, resuming=args.resume and (start > 0 or complete))
+    whole = VideoSource(args.input, size=args.size, pix_fmt=pix_fmt)
     # grouping: what the user says, else what the resumed store was packed with, else the
     # defaults, with the longest group fitted to the memory budget (see plan_pack)
     packed = _packed_grouping(args.store) if args.resume and start else {}
@@ -103,7 +111,7 @@ def run_pack(args: argparse.Namespace) -> int:
             intra=args.intra, grouping=grouping, resume=True,
         ).close(complete=True)  # fmt: skip
         return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
-    source = VideoSource(args.input, start=start, size=args.size)
+    source = VideoSource(args.input, start=start, size=args.size, pix_fmt=pix_fmt)
     sink = StoreSink(  # records the grouping the .group() stage below uses
         args.store, tier=tier, psnr=args.psnr, intra=args.intra, workers=args.workers,
         pending_bytes=plan.pending_bytes, resume=args.resume, overwrite=args.overwrite,
@@ -115,6 +123,18 @@ def run_pack(args: argparse.Namespace) -> int:
     )
     report, _ = observed_run(args, pipeline, "pack", memory=plan.pools)
     return _print_pack(args, report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
+
+
+def _pack_pix_fmt(args: argparse.Namespace, *, resuming: bool) -> Any:
+    """``"native"`` when the video's planes can be kept (and a resumed store holds planes),
+    else ``"rgb24"``."""
+    if args.pix_fmt == "rgb24" or args.size is not None:
+        return "rgb24"
+    if resuming:
+        with FrameStore(args.store, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
+            return "native" if store.header.pixels is not None else "rgb24"
+    probe = VideoSource(args.input)
+    return "native" if probe.info.get("source_pix_fmt") in NATIVE else "rgb24"
 
 
 def _first(*values: Any) -> Any:
@@ -129,7 +149,7 @@ def _packed_grouping(path: str) -> dict[str, Any]:
 
 def _store_spec(path: str) -> Any:
     with FrameStore(path, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
-        return store.spec
+        return store.header.spec  # as stored (planes, for a store of planes)
 
 
 def _print_pack(
@@ -149,10 +169,19 @@ def _print_pack(
 
 def run_unpack(args: argparse.Namespace) -> int:
     out = Path(args.output)
-    source = StoreSource(args.store)
+    video = out.suffix.lower() in VIDEO_SUFFIXES
+    pixels = store_info(args.store).get("pixels") or {}
+    # even-sized yuv420p planes go to the encoder as they are: no RGB round trip
+    i420 = video and pixels.get("layout") == "yuv420p" and not (
+        pixels["width"] % 2 or pixels["height"] % 2
+    )
+    source = StoreSource(args.store, pix_fmt="yuv420p" if i420 else "rgb24")
     try:
-        if out.suffix.lower() in VIDEO_SUFFIXES:
-            sink: Any = VideoSink(out, codec=args.codec or "ffv1", overwrite=args.overwrite)
+        if video:
+            sink: Any = VideoSink(
+                out, codec=args.codec or "ffv1", overwrite=args.overwrite,
+                input_pix_fmt="yuv420p" if i420 else None,
+            )  # fmt: skip
         else:
             sink = ImageSequenceSink(out, overwrite=args.overwrite)
         pipeline = Pipeline.from_source(source, batch_size=args.batch_size).to(sink)
