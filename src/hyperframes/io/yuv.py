@@ -26,9 +26,17 @@ Example:
 
 from __future__ import annotations
 
+import threading
+
 import av
 import cv2
 import numpy as np
+from av.video.reformatter import VideoReformatter
+
+#: One swscale context per thread, kept from frame to frame: ``frame.reformat`` makes a new
+#: context for every frame (set-up, and a thread pool of its own with the default
+#: ``threads=0``), which cost 2.0 CPU-ms a frame at 1920x1080 -> 1280x720 against 1.3 ms.
+_swscale = threading.local()
 
 
 def planes(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -112,6 +120,13 @@ def resize_frame_into(frame: av.VideoFrame, dst: np.ndarray) -> None:
             if result is not b:  # OpenCV allocated instead of writing the plane
                 b[...] = result
         return
-    small = frame.reformat(width=width, height=height, format="yuv420p", interpolation="AREA")
+    reformatter = getattr(_swscale, "reformatter", None)
+    if reformatter is None:
+        reformatter = _swscale.reformatter = VideoReformatter()
+    # threads=1: in the calling thread, as ffmpeg's scale filter does by default (the
+    # decoder's and encoder's threads already have the cores)
+    small = reformatter.reformat(
+        frame, width=width, height=height, format="yuv420p", interpolation="AREA", threads=1
+    )
     for a, b in zip(frame_planes(small), targets, strict=True):
         b[...] = a
