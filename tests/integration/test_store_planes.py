@@ -166,7 +166,7 @@ def test_a_newer_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
         writer.write_group(frames)
     head = fmt.StoreHeader(hf.FrameSpec((4, 4, 3))).to_json() | {"version": 3}
     _rewrite_header(path, head)
-    with pytest.raises(hf.StoreError, match="version 3 is not supported.*release that wrote"):
+    with pytest.raises(hf.StoreError, match=r"version 3 is not supported.*release that wrote"):
         FrameStore(path)
 
 
