@@ -172,8 +172,10 @@ def run_unpack(args: argparse.Namespace) -> int:
     video = out.suffix.lower() in VIDEO_SUFFIXES
     pixels = store_info(args.store).get("pixels") or {}
     # even-sized yuv420p planes go to the encoder as they are: no RGB round trip
-    i420 = video and pixels.get("layout") == "yuv420p" and not (
-        pixels["width"] % 2 or pixels["height"] % 2
+    i420 = (
+        video
+        and pixels.get("layout") == "yuv420p"
+        and not (pixels["width"] % 2 or pixels["height"] % 2)
     )
     source = StoreSource(args.store, pix_fmt="yuv420p" if i420 else "rgb24")
     try:
