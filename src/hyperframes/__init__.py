@@ -8,11 +8,11 @@ Example:
     256
 """
 
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from ._version import __version__
-from .analysis import Analysis, analyze
-from .engine.dag import TaskGraph
-from .engine.report import RunReport, StageReport
-from .engine.runner import Progress
 from .errors import (
     CorruptFrame,
     CycleError,
@@ -25,13 +25,58 @@ from .errors import (
     StoreCorrupt,
     StoreError,
 )
-from .frames import Batch, FramePool, FrameSpec
-from .io.base import Chunk, Sink, Source
-from .io.images import ImageSequenceSink, ImageSequenceSource
-from .io.video import VideoSource
-from .io.video_sink import VideoSink
-from .pipeline import Pipeline
-from .store import FrameStore, StoreSink
+
+if _TYPE_CHECKING:
+    from .analysis import Analysis, analyze
+    from .engine.dag import TaskGraph
+    from .engine.report import RunReport, StageReport
+    from .engine.runner import Progress
+    from .frames import Batch, FramePool, FrameSpec
+    from .io.base import Chunk, Sink, Source
+    from .io.images import ImageSequenceSink, ImageSequenceSource
+    from .io.video import VideoSource
+    from .io.video_sink import VideoSink
+    from .pipeline import Pipeline
+    from .store import FrameStore, StoreSink
+
+#: The public names imported on first use (``hf.Pipeline``, ``from hyperframes import
+#: analyze``), so that ``import hyperframes`` and a command that needs a few parts do not
+#: import them all (analysis, the store, image I/O: about 0.1 s).
+_LAZY = {
+    "Analysis": ".analysis",
+    "analyze": ".analysis",
+    "TaskGraph": ".engine.dag",
+    "RunReport": ".engine.report",
+    "StageReport": ".engine.report",
+    "Progress": ".engine.runner",
+    "Batch": ".frames",
+    "FramePool": ".frames",
+    "FrameSpec": ".frames",
+    "Chunk": ".io.base",
+    "Sink": ".io.base",
+    "Source": ".io.base",
+    "ImageSequenceSink": ".io.images",
+    "ImageSequenceSource": ".io.images",
+    "VideoSource": ".io.video",
+    "VideoSink": ".io.video_sink",
+    "Pipeline": ".pipeline",
+    "FrameStore": ".store",
+    "StoreSink": ".store",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value  # once imported, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(globals().keys() | _LAZY.keys())
+
 
 __all__ = [
     "Analysis",
