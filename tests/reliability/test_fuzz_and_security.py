@@ -269,3 +269,97 @@ def test_image_writes_never_follow_a_link_out_of_the_output_folder(tmp_path: Pat
     assert not (folder / "frame_000000.png").is_symlink()
     assert sorted(p.name for p in folder.iterdir()) == ["frame_000000.png", "frame_000001.png"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["frames", "outside.png"]
+
+
+def _planar_seeds() -> list[bytes]:
+    """Planar groups (a video's native planes): gradient and FFV1 raw records, deltas,
+    copies, 8- and 10-bit, 4:2:0 and gray."""
+    from hyperframes.hyper import encode_group
+    from hyperframes.io.layouts import Layout
+
+    rng = np.random.default_rng(5)
+    seeds = []
+    for name, intra in (("yuv420p", "gradient"), ("yuv420p", "ffv1"), ("yuv420p10le", "ffv1"),
+                        ("gray", "gradient")):  # fmt: skip
+        layout = Layout.of(name, 16, 8)
+        peak = 1023 if layout.dtype.itemsize == 2 else 255
+        base = rng.integers(0, peak, layout.shape).astype(layout.dtype)
+        frames = np.stack([base, base, base + 1, rng.integers(0, peak, layout.shape)])
+        frames = frames.astype(layout.dtype)
+        group = encode_group(frames, planes=layout.plane_shapes, pix_fmt=name, intra=intra)
+        seeds.append(group.data)
+    return seeds
+
+
+def test_damaged_planar_records_give_only_typed_errors(benchmark_module) -> None:
+    """Mutated planar groups (their JSON header, planes, segments, FFV1 packets, zstd
+    frames) only ever raise StoreCorrupt or IndexError, or decode to frames of the header's
+    shape (the store's checksums then tell)."""
+    from hyperframes.hyper import decode_frame, decode_group
+
+    fuzz = benchmark_module("fuzz_store")
+    seeds = _planar_seeds()
+    rng = random.Random(18)
+    seen: collections.Counter[str] = collections.Counter()
+    for _ in range(1500):
+        data = fuzz.mutate(rng.choice(seeds), seeds, rng)
+        for call in (lambda d: decode_frame(d, rng.randrange(5)), decode_group):
+            try:
+                out = call(data)
+            except (hf.StoreCorrupt, IndexError):
+                seen["refused"] += 1
+                continue
+            head = group_format.parse_header(data)
+            assert out.shape[-len(head.shape) :] == head.shape and out.dtype == head.dtype
+            seen["decoded"] += 1
+    assert seen["refused"] and seen["decoded"], seen
+
+
+def test_a_damaged_planar_store_never_returns_other_planes(tmp_path: Path) -> None:
+    """A planar store whose FFV1 or gradient record is damaged but re-checksummed (so only
+    the codec and the frame checksums stand between it and the reader) refuses the frame."""
+    from hyperframes.io.layouts import Layout
+
+    layout = Layout.of("yuv420p", 128, 64)
+    rng = np.random.default_rng(8)
+    smooth = np.add.outer(np.arange(layout.shape[0]), np.arange(layout.shape[1])) // 3
+    frames = np.stack([smooth * (i + 1) + rng.integers(0, 9, layout.shape) for i in range(6)])
+    frames = frames.astype(np.uint8)
+    for intra in ("gradient", "ffv1"):
+        path = tmp_path / f"{intra}.hfs"
+        info = {"layout": "yuv420p", "width": 128, "height": 64, "colorspace": 2}
+        with StoreWriter(path, layout.spec, info, intra=intra, workers=1) as writer:
+            writer.write_group(frames)
+        env = lmdb.open(str(path), subdir=True, max_dbs=2)
+        with env.begin(write=True) as txn:
+            records, table = (
+                env.open_db(fmt.RECORDS_DB, txn=txn),
+                env.open_db(fmt.TABLE_DB, txn=txn),
+            )
+            key = fmt.group_key(0)
+            record = bytearray(txn.get(key, db=records))
+            head = group_format.parse_header(bytes(record))
+            raw = [
+                r for r in head.records if r.kind == "raw" and (r.parts == ()) == (intra == "ffv1")
+            ]
+            assert raw, head  # an FFV1 packet in the ffv1 store, a gradient record in the other
+            record[head.payload_start + raw[-1].offset + raw[-1].length // 2] ^= 0x55
+            entry = fmt.parse_entry(txn.get(key, db=table), group=0, first=0)
+            digest = fmt.checksum(bytes(record))
+            fixed = fmt.GroupEntry(
+                entry.first, entry.count, len(record), digest, entry.checksums, entry.pts
+            )
+            txn.put(key, bytes(record), db=records)
+            txn.put(key, fmt.pack_entry(fixed), db=table)
+        env.close()
+        with FrameStore(path, pix_fmt="native", read_ahead=False) as store:
+            bad = 0
+            for i in range(len(frames)):
+                try:
+                    got = store[i]
+                except hf.StoreCorrupt:
+                    bad += 1
+                    continue
+                assert np.array_equal(got, frames[i])
+            assert bad >= 1, intra
+            assert store.verify()

@@ -12,10 +12,11 @@ Records:
 - raw, ``"predictor": "gradient"``: per segment, the 2-D gradient residual (value - left -
   up + up-left, modulo ``2**bits``), byte planes apart, one zstd frame each;
 - raw, ``"predictor": "ffv1"``: the whole frame as one FFV1 keyframe packet (FFmpeg's
-  context-modelled coder, through PyAV, version 3 with slices, so that it decodes on
-  several threads; ``"pix_fmt"`` names the planes' format, ``"extradata"`` holds the
-  coder's configuration), unless the gradient codes the frame within
-  :data:`FFV1_GAIN` of FFV1's size: then it is gradient-coded (4-8x faster to decode);
+  context-modelled coder, through PyAV: version 3 with slices, so that it decodes on
+  several threads, and the range coder with its state table, 2-12 % smaller than FFV1's
+  default Golomb-Rice coder and 1.4-1.7x slower to decode; ``"pix_fmt"`` names the
+  planes' format, ``"extradata"`` holds the coder's configuration), unless the gradient
+  record is smaller;
 - delta: per segment, the difference modulo ``2**bits`` to the reference, one zstd frame;
 - copy: the reference's samples.
 
@@ -58,9 +59,9 @@ MAX_LUMA_SEGMENTS = 4
 """The luma plane of a frame is cut into at most this many row bands..."""
 SEGMENT_SAMPLES = 192 << 10
 """...one per this many luma samples."""
-FFV1_GAIN = 0.85
-"""In an ``ffv1`` group a frame stored whole is an FFV1 packet only when that packet is
-under 0.85x the gradient record (FFV1 decodes 4-8x slower)."""
+FFV1_OPTIONS = {"g": "1", "level": "3", "coder": "1"}
+"""Keyframes only (each packet stands alone), version 3 (slices: decoded on several
+threads), the range coder with a state table (the smallest of FFV1's coders)."""
 FFV1_THREADS = 2
 """Slice threads an FFV1 record decodes on."""
 FALLBACK_RATIO = 0.8
@@ -175,7 +176,7 @@ class Ffv1Planes:
             enc = av.CodecContext.create("ffv1", "w")
             enc.width, enc.height, enc.pix_fmt = self.width, self.height, self.pix_fmt
             enc.time_base = Fraction(1, 25)
-            enc.options = {"g": "1", "level": "3"}  # keyframes: each packet stands alone
+            enc.options = dict(FFV1_OPTIONS)
             enc.open()
             self._encoder = enc
             self.extradata = bytes(enc.extradata or b"")
@@ -253,7 +254,7 @@ def encode_planar(
         coded = b"".join(parts), tuple(len(p) for p in parts)
         if ffv1 is not None:
             packet = ffv1.encode(flat[i])
-            if len(packet) < FFV1_GAIN * len(coded[0]):
+            if len(packet) < len(coded[0]):
                 return packet, ()
         return coded
 
