@@ -18,6 +18,11 @@ Run: ``python benchmarks/store.py [--frames N] [--reads 20]``.
 
 Targets (issue 5): lossless size <= FFV1 (default GOP) on each clip; random-access
 median <= 1/3 of FFV1 g=1; pack fps >= FFV1 encode fps.
+
+This compares stores of RGB frames (``pack --pix-fmt rgb24``, or arrays). ``pack`` of a
+video now keeps the decoder's planes; ``python benchmarks/store.py --planes [options]``
+runs ``benchmarks/store_planes.py``, which measures those stores against FFV1 coding the
+same planes (issue 18), on six clips.
 """
 
 from __future__ import annotations
@@ -176,6 +181,12 @@ def measure(frames: np.ndarray, reads: int, seed: int) -> dict[str, dict[str, fl
 
 
 def main() -> int:
+    if "--planes" in sys.argv:
+        sys.path.insert(0, str(Path(__file__).parent))
+        import store_planes
+
+        sys.argv.remove("--planes")
+        return store_planes.main()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=None, help="cap frames per clip")
     parser.add_argument("--reads", type=int, default=20, help="random reads per method")
