@@ -64,6 +64,11 @@ FFV1_OPTIONS = {"g": "1", "level": "3", "coder": "1"}
 threads), the range coder with a state table (the smallest of FFV1's coders)."""
 FFV1_THREADS = 2
 """Slice threads an FFV1 record decodes on."""
+RAW_WINDOW_LOG = 17
+"""Gradient residuals are compressed at zstd level ``level - 2`` (at least 1) with a 128 KiB
+window: on residuals of bikes, bigbuckbunny and testvideo planes 3.6-6.3 % smaller than at
+level 3 and twice as fast (LZ matches rarely pay on residuals); deltas stay at ``level``
+(level 1 made them 1-2 % larger on two of the three)."""
 FALLBACK_RATIO = 0.8
 """A delta under 0.8x the base's coded size is kept without also trying the frame alone."""
 FFV1_FORMATS = frozenset(
@@ -232,7 +237,7 @@ def encode_planar(
     arr: np.ndarray,
     planes: Sequence[tuple[int, int]],
     *,
-    cctx: zstd.ZstdCompressor,
+    level: int,
     intra: str,
     pix_fmt: str | None,
     layout: str,
@@ -244,13 +249,18 @@ def encode_planar(
     """
     n = arr.shape[0]
     flat = arr.reshape(n, -1)
+    cctx = zstd.ZstdCompressor(level=level, write_checksum=True)
+    params = zstd.ZstdCompressionParameters.from_level(
+        max(1, level - 2), window_log=RAW_WINDOW_LOG, write_checksum=1, write_content_size=1
+    )
+    raw_cctx = zstd.ZstdCompressor(compression_params=params)
     segs = segments(planes, luma_bands=luma_bands_for(planes))
     use_ffv1 = intra == "ffv1" and pix_fmt is not None and ffv1_format(pix_fmt) in FFV1_FORMATS
     ffv1 = Ffv1Planes(pix_fmt, planes) if use_ffv1 and pix_fmt else None
     b = 0 if layout == "independent" else n // 2
 
     def raw(i: int) -> tuple[bytes, tuple[int, ...]]:
-        parts = [cctx.compress(_bytes(gradient(_seg(flat[i], s)))) for s in segs]
+        parts = [raw_cctx.compress(_bytes(gradient(_seg(flat[i], s)))) for s in segs]
         coded = b"".join(parts), tuple(len(p) for p in parts)
         if ffv1 is not None:
             packet = ffv1.encode(flat[i])

@@ -321,9 +321,8 @@ def _encode_planar(
         )
     if intra == "ffv1" and pix_fmt is None:
         raise ValueError("intra='ffv1' needs the planes' pix_fmt, e.g. 'yuv420p'")
-    cctx = _compressor(level, None)
     meta, records, parts = encode_planar(
-        arr, shapes, cctx=cctx, intra=intra, pix_fmt=pix_fmt,
+        arr, shapes, level=level, intra=intra, pix_fmt=pix_fmt,
         layout="independent" if layout == "independent" else "anchors",
     )  # fmt: skip
     head = {"dtype": arr.dtype.str, "shape": list(arr.shape[1:]), "tier": "lossless", **meta}
