@@ -38,6 +38,7 @@ belong together (one record format).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
@@ -196,7 +197,7 @@ class Ffv1Planes:
     def decode(self, blob: memoryview, out: np.ndarray) -> None:
         """Decode one packet into the flat ``out``; refuse anything but these planes."""
         key = (self.pix_fmt, self.width, self.height, self.extradata)
-        cache = _DECODERS.__dict__.setdefault("contexts", {})
+        cache = _decoders()
         dec = cache.pop(key, None)
         try:
             if dec is None:
@@ -228,6 +229,19 @@ class Ffv1Planes:
 
 _DECODERS = threading.local()
 """Each thread's open FFV1 decoders (opening one starts its slice threads)."""
+_ORPHANS: list[object] = []
+"""Decoders inherited through ``fork``: never used or freed in the child (freeing one
+would join slice threads that do not exist there)."""
+
+
+def _decoders() -> dict[Any, Any]:
+    """This thread's FFV1 decoders, anew in a forked child."""
+    if getattr(_DECODERS, "pid", None) != os.getpid():
+        if hasattr(_DECODERS, "contexts"):
+            _ORPHANS.append(_DECODERS.contexts)
+        _DECODERS.contexts, _DECODERS.pid = {}, os.getpid()
+    contexts: dict[Any, Any] = _DECODERS.contexts
+    return contexts
 
 
 # -- encoding ----------------------------------------------------------------------------
