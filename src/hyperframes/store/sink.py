@@ -97,8 +97,8 @@ class StoreSink(Sink):
         tier: ``"lossless"`` (default), ``"psnr"`` or ``"keyframe"``.
         psnr: the target in dB for ``tier="psnr"``.
         level: zstd level.
-        intra: how frames stored whole are coded, ``"gradient"`` or ``"webp"`` (smaller,
-            slower; see :class:`~hyperframes.store.writer.StoreWriter`).
+        intra: how frames stored whole are coded, ``"gradient"``, ``"webp"`` (RGB) or
+            ``"ffv1"`` (planes); see :class:`~hyperframes.store.writer.StoreWriter`.
         grouping: the grouping options to record; by default those the ``.group()``
             stage before the sink uses (what is recorded is checked on resume).
         workers: encoding threads.
