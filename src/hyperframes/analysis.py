@@ -26,6 +26,7 @@ import numpy as np
 from ._estimate import SamplePlan, SizeSampler, plan_samples
 from .engine.report import RunReport
 from .engine.runner import Monitor, ProgressFn
+from .executors import Executor
 from .frames import FrameSpec
 from .hyper.grouping import GroupingOptions
 from .io.base import Sink, Source
@@ -127,6 +128,7 @@ def analyze(
     samples: int = 12,
     progress: ProgressFn | None = None,
     monitor: Monitor | None = None,
+    executor: str | Executor = "threads",
 ) -> tuple[Analysis, RunReport]:
     """Group ``source`` and measure what hyperframes would save on it.
 
@@ -142,6 +144,7 @@ def analyze(
         progress: a progress callback, as for ``Pipeline.run``.
         monitor: watches the run live (metrics, plots, the live page), as for
             ``Pipeline.run``.
+        executor: where the stages run, as for ``Pipeline.run``.
 
     Returns:
         The findings and the run's report.
@@ -160,7 +163,7 @@ def analyze(
         Pipeline.from_source(source, batch_size=batch_size)
         .group(threshold=threshold, min_len=min_len, max_len=max_len)
         .to(sink)
-        .run(memory=memory, progress=progress, monitor=monitor)
+        .run(memory=memory, progress=progress, monitor=monitor, executor=executor)
     )
     figures = report.extra.get("group", {})
     distances = sink.distances[1:] if sink.frames else sink.distances

@@ -1,30 +1,49 @@
-"""Chunked processing of one long video on Ray: segments at keyframes, joined by stream copy.
+"""Chunked runs on Ray: one long job cut into segments, a Ray task each, joined by stream copy.
 
-The video is cut at keyframes into segments of about ``segment_frames`` frames. One Ray
-task per segment decodes it (plus a *halo*: the frames windowed stages need on either
-side), runs the pipeline that ``build`` makes on it locally, and encodes only the
-segment's own frames into a segment file. Segment files are committed atomically and
-listed in a manifest, so a rerun after a failure redoes only the missing segments. The
-segments are then joined into the output by stream copy (no re-encoding).
+Two kinds of job:
 
-With a lossless codec the output frames are identical to a local run's; with a lossy
-one each segment is encoded on its own, so frames match up to encoding.
+* :func:`run_chunked` processes a video. It is cut at keyframes; each task decodes its
+  segment (plus a *halo*: the frames windowed stages need on either side), runs the
+  stages ``build`` adds, and encodes only the segment's own frames.
+* :func:`render_chunked` renders ``fn(i)`` for a frame range, cut anywhere.
+
+Sizing: by default about two segments per CPU of the cluster (so that a slow node does
+not hold up the end), each at least :data:`MIN_SEGMENT_FRAMES` long (so that a task's
+start-up, a second or less, is small against it); ``segments=N`` asks for N. A task
+reserves ``cpus_per_segment`` CPUs (one by default) and uses that many and no more: the
+decoder's and encoder's threads and the stages' workers follow it, so a node runs as
+many segments at once as it has CPUs and is never oversubscribed.
+
+Resuming: segment files are written under a hidden name and renamed when complete,
+next to a manifest of the job. Rerunning the same job (same input, stages, options)
+reuses the finished segments and does only the missing ones, also after the driver or
+a node died. Every node must see the input and the output's folder at the same path
+(one machine, or a shared file system).
+
+With a lossless codec the output frames are identical to a local run's; with a lossy one
+each segment is encoded on its own, so frames match up to encoding.
 
 Example:
     >>> def build(p):  # doctest: +SKIP
-    ...     return p.map(denoise, window=(2, 2), workers=2)
-    >>> run_chunked("in.mp4", "out.mkv", build, codec="ffv1")  # doctest: +SKIP
-    ChunkedReport(frames=..., segments=..., reused=0, ...)
+    ...     return p.map(denoise, window=(2, 2))
+    >>> report = run_chunked("in.mp4", "out.mkv", build, codec="ffv1")  # doctest: +SKIP
+    >>> report.extra["chunks"]["segments"]  # doctest: +SKIP
+    8
+
+Longer than 300 lines: the two kinds of job share planning, the segment task, the
+manifest, the join and the run's report, which read best together.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -32,9 +51,12 @@ from typing import Any
 import av
 import numpy as np
 
+from .engine.report import RunReport, RunSnapshot, StageReport, StageSnapshot
+from .engine.runner import Monitor, Progress, ProgressFn
 from .engine.window import HaloStream
-from .errors import MediaError
-from .executors.ray import RayExecutor
+from .errors import HyperframesError, MediaError
+from .executors.ray import RayExecutor, check_shippable, node_id
+from .frames import FrameSpec
 from .io.base import Sink
 from .io.publish import publish
 from .io.video import VideoSource
@@ -43,20 +65,109 @@ from .pipeline import Pipeline
 
 Build = Callable[[Pipeline], Pipeline]
 
+MIN_SEGMENT_FRAMES = 240
+"""The fewest frames of a segment the automatic plan makes (ten seconds at 24 fps)."""
+
+SEGMENTS_PER_CPU = 2
+"""Segments per CPU of the cluster in the automatic plan."""
+
+
+# -- jobs: what one segment task makes its pipeline from ------------------------------------
+
 
 @dataclass(frozen=True)
-class ChunkedReport:
-    """What a chunked run did: the output, the segments made now and the ones reused."""
+class _VideoJob:
+    """Frames of a video; frame ids are the video's own frame numbers."""
 
-    output: str
-    frames: int
-    segments: int
-    reused: int
-    halo: tuple[int, int]
-    wall_s: float
+    path: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def pipeline(self, start: int, stop: int, cpus: int, batch_size: int | None) -> Pipeline:
+        source = VideoSource(self.path, start=start, stop=stop, threads=cpus, **self.options)
+        return Pipeline.from_source(source, batch_size=batch_size)
+
+    def first_id(self, start: int) -> int:
+        return start
 
 
-def frame_times(path: Path) -> tuple[list[int], list[int], Fraction]:
+@dataclass(frozen=True)
+class _Shifted:
+    """``fn(i + offset)``: a segment renders its frames as ids from 0."""
+
+    fn: Callable[[int], np.ndarray]
+    offset: int
+
+    def __call__(self, i: int) -> np.ndarray:
+        return self.fn(i + self.offset)
+
+    @property
+    def __name__(self) -> str:  # the stage's name in reports
+        return getattr(self.fn, "__name__", "render")
+
+
+@dataclass(frozen=True)
+class _RenderJob:
+    """Frames rendered by ``fn(i)``; frame ids start at 0 in each segment."""
+
+    fn: Callable[[int], np.ndarray]
+    spec: FrameSpec
+
+    def pipeline(self, start: int, stop: int, cpus: int, batch_size: int | None) -> Pipeline:
+        fn = _Shifted(self.fn, start)
+        return Pipeline.from_generator(
+            fn, count=stop - start, spec=self.spec, workers=cpus, batch_size=batch_size
+        )
+
+    def first_id(self, start: int) -> int:
+        return 0
+
+
+_Job = _VideoJob | _RenderJob
+
+
+# -- planning -------------------------------------------------------------------------------
+
+
+def plan_segments(
+    start: int, stop: int, count: int, cuts: list[int] | None = None
+) -> list[tuple[int, int]]:
+    """``count`` half-open segments of ``[start, stop)`` as equal as the cut points allow.
+
+    ``cuts`` are the frames a segment may start at (a video's keyframes); ``None`` allows
+    any frame. With sparse cuts there may be fewer segments than asked.
+
+    Example:
+        >>> plan_segments(0, 100, 3)
+        [(0, 33), (33, 67), (67, 100)]
+        >>> plan_segments(0, 100, 3, cuts=[0, 50, 60])
+        [(0, 50), (50, 60), (60, 100)]
+    """
+    if count < 1:
+        raise ValueError(f"segments must be at least 1, got {count}")
+    allowed = sorted({c for c in cuts if start < c < stop}) if cuts is not None else None
+    bounds = [start]
+    for k in range(1, min(count, stop - start)):
+        ideal = start + round(k * (stop - start) / count)
+        if allowed is None:
+            cut = ideal
+        else:
+            later = [c for c in allowed if c > bounds[-1]]
+            if not later:
+                break
+            cut = min(later, key=lambda c: (abs(c - ideal), c))
+        if bounds[-1] < cut < stop:
+            bounds.append(cut)
+    return list(zip(bounds, [*bounds[1:], stop], strict=True))
+
+
+def auto_segments(frames: int, cluster_cpus: float, cpus_per_segment: int) -> int:
+    """How many segments the automatic plan makes: about :data:`SEGMENTS_PER_CPU` per CPU
+    of the cluster, but none shorter than :data:`MIN_SEGMENT_FRAMES`."""
+    slots = max(1, int(cluster_cpus // cpus_per_segment))
+    return max(1, min(SEGMENTS_PER_CPU * slots, frames // MIN_SEGMENT_FRAMES))
+
+
+def video_frames(path: Path) -> tuple[list[int], list[int], Fraction]:
     """Every frame's pts in presentation order, the keyframes' indices, and the time base.
 
     Reads packets only (no decoding).
@@ -73,22 +184,12 @@ def frame_times(path: Path) -> tuple[list[int], list[int], Fraction]:
     return pts, keyframes or [0], Fraction(base)
 
 
-def segments_of(total: int, keyframes: list[int], segment_frames: int) -> list[tuple[int, int]]:
-    """Half-open ``[start, stop)`` segments that start at keyframes, each >= segment_frames."""
-    if segment_frames < 1:
-        raise ValueError(f"segment_frames must be at least 1, got {segment_frames}")
-    cuts = [0]
-    for k in sorted(set(keyframes)):
-        if k >= cuts[-1] + segment_frames and k < total:
-            cuts.append(k)
-    return [(a, b) for a, b in zip(cuts, [*cuts[1:], total], strict=True) if b > a]
-
-
-def halo_of(build: Build, source: VideoSource) -> tuple[int, int]:
-    """Frames before and after a segment that the pipeline's windowed stages need."""
-    pipeline = build(Pipeline.from_source(source))
+def halo_of(build: Build | None, pipeline: Pipeline) -> tuple[int, int]:
+    """Frames before and after a segment that the windowed stages ``build`` adds need."""
+    if build is None:
+        return 0, 0
     before = after = 0
-    for stage in pipeline.stages:
+    for stage in build(pipeline).stages:
         if stage.make_stream is None:
             continue
         stream = stage.make_stream(1)  # any batch size: only the window is read
@@ -99,6 +200,9 @@ def halo_of(build: Build, source: VideoSource) -> tuple[int, int]:
             )
         before, after = before + stream.before, after + stream.after
     return before, after
+
+
+# -- the segment task -----------------------------------------------------------------------
 
 
 class _Trim(Sink):
@@ -119,16 +223,339 @@ class _Trim(Sink):
         return self.sink.close(ok=ok)
 
 
+def _capped(pipeline: Pipeline, cpus: int) -> Pipeline:
+    """``pipeline`` with no stage running more workers than the task's CPUs."""
+    stages = tuple(dataclasses.replace(s, workers=min(s.workers, cpus)) for s in pipeline.stages)
+    return dataclasses.replace(pipeline, stages=stages)
+
+
 def process_segment(
-    source: str, part: str, start: int, stop: int, halo: tuple[int, int], build: Build,
-    sink_options: dict[str, Any], batch_size: int,
-) -> int:  # fmt: skip
-    """Decode ``[start - halo, stop + halo)``, run the pipeline, encode ``[start, stop)``."""
-    lo = max(0, start - halo[0])
-    video = VideoSource(source, start=lo, stop=stop + halo[1])
-    sink = VideoSink(part, overwrite=True, **sink_options)
-    build(Pipeline.from_source(video, batch_size=batch_size)).to(_Trim(sink, start, stop)).run()
-    return sink.frames_written
+    job: _Job, part: str, segment: tuple[int, int], frames: int, halo: tuple[int, int],
+    build: Build | None, sink_options: dict[str, Any], batch_size: int | None, cpus: int,
+) -> dict[str, Any]:  # fmt: skip
+    """Make ``[start - halo, stop + halo)``, run the stages, encode ``[start, stop)``
+    into ``part`` with ``cpus`` threads at most; returns the segment's report."""
+    start, stop = segment
+    lo, hi = max(0, start - halo[0]), min(frames, stop + halo[1])
+    pipeline = job.pipeline(lo, hi, cpus, batch_size)
+    if build is not None:
+        pipeline = build(pipeline)
+    options = {"threads": str(cpus)} | dict(sink_options.get("options") or {})
+    sink = VideoSink(part, overwrite=True, **(sink_options | {"options": options}))
+    first = job.first_id(lo) - lo
+    trimmed = _capped(pipeline, cpus).to(_Trim(sink, start + first, stop + first))
+    report = trimmed.run()
+    skipped = getattr(pipeline.source, "skipped", [])
+    return {"report": report, "node": node_id(), "skipped": list(skipped)}
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+def run_chunked(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    build: Build | None = None,
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    source_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> RunReport:
+    """Process the video ``source`` into ``output`` in keyframe-aligned segments, a Ray
+    task each, joined by stream copy.
+
+    Args:
+        source: the input video.
+        output: the output video; its extension picks the container.
+        build: adds the stages, ``build(pipeline) -> pipeline`` (map stages, windowed or
+            not); ``None`` transcodes. It is sent to the workers, so Ray must be able to
+            pickle it.
+        start, stop: the frame range to process (``stop=None``: to the end).
+        source_options: options of each segment's
+            :class:`~hyperframes.io.video.VideoSource` (``size``, ``pix_fmt``, ``on_corrupt``).
+        options: as :func:`render_chunked` takes them (``executor``, ``segments``,
+            ``cpus_per_segment``, ``batch_size``, ``work_dir``, ``keep_segments``,
+            ``overwrite``, ``progress``, ``monitor``) and the
+            :class:`~hyperframes.io.video_sink.VideoSink` options (``codec``, ``crf``...).
+
+    Returns:
+        The run's :class:`~hyperframes.engine.report.RunReport`: stage figures summed over
+        the segments, and ``extra["chunks"]`` (segments, reused, halo, nodes).
+
+    Raises:
+        FileExistsError: ``output`` exists and ``overwrite`` is false.
+        ValueError: stateful stages, a bad option or range.
+        HyperframesError: a segment failed (after every other segment finished; the
+            finished ones are kept for a rerun).
+    """
+    path = Path(source)
+    pts, keyframes, base = video_frames(path)
+    stop = len(pts) if stop is None else min(stop, len(pts))
+    if not 0 <= start < stop:
+        raise ValueError(f"start={start}, stop={stop}: no frames of {len(pts)} to process")
+    job = _VideoJob(str(path), dict(source_options or {}))
+    stat = path.stat()
+    facts = {
+        "source": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+        "range": [start, stop], "source options": repr(sorted(job.options.items())),
+    }  # fmt: skip
+
+    def offset(frame: int) -> float:
+        return float((pts[frame] - pts[start]) * base)
+
+    return _run(job, output, build, (start, stop), len(pts), keyframes, offset, facts, **options)
+
+
+def render_chunked(
+    fn: Callable[[int], np.ndarray],
+    output: str | os.PathLike[str],
+    *,
+    count: int,
+    size: tuple[int, int],
+    fps: float = 30.0,
+    build: Build | None = None,
+    **options: Any,
+) -> RunReport:
+    """Render ``fn(i)`` for ``i`` in ``0..count-1`` into ``output`` in segments, a Ray task
+    each, joined by stream copy.
+
+    Args:
+        fn: renders frame ``i`` as a ``(height, width, 3)`` uint8 array; sent to the
+            workers, so Ray must be able to pickle it.
+        output: the output video; its extension picks the container.
+        count: frames to render.
+        size: ``(width, height)`` of the frames.
+        fps: frames per second of the output.
+        build: stages to add after the render, as for :func:`run_chunked`.
+        options:
+            ``executor``: the :class:`~hyperframes.executors.ray.RayExecutor` to use (by
+            default a new one: a local Ray, or the cluster of ``RAY_ADDRESS``);
+            ``segments``: how many (default: from the cluster's CPUs);
+            ``cpus_per_segment``: CPUs each task reserves and uses (default 1);
+            ``batch_size``: frames per batch inside a segment;
+            ``work_dir``: where segments are kept until the join (default: a hidden
+            folder next to the output); ``keep_segments``: keep it after the join;
+            ``overwrite``: replace an existing output; ``progress``: called as segments
+            finish; ``monitor``: watches the run (metrics exporters); any other keyword
+            goes to each segment's :class:`~hyperframes.io.video_sink.VideoSink`.
+
+    Example:
+        >>> report = render_chunked(frame_of, "out.mkv", count=30_000,
+        ...                         size=(1920, 1080), codec="ffv1")  # doctest: +SKIP
+    """
+    if count < 1:
+        raise ValueError(f"count must be at least 1, got {count}")
+    width, height = size
+    job = _RenderJob(fn, FrameSpec((height, width, 3)))
+    facts = {"render": _identity(fn), "count": count, "size": [width, height], "fps": fps}
+
+    def offset(frame: int) -> float:
+        return frame / fps
+
+    return _run(job, output, build, (0, count), count, None, offset, facts, fps=fps, **options)
+
+
+def _run(
+    job: _Job,
+    output: str | os.PathLike[str],
+    build: Build | None,
+    span: tuple[int, int],
+    frames: int,
+    cuts: list[int] | None,
+    offset: Callable[[int], float],
+    facts: dict[str, Any],
+    *,
+    executor: RayExecutor | None = None,
+    segments: int | None = None,
+    cpus_per_segment: int = 1,
+    batch_size: int | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    keep_segments: bool = False,
+    overwrite: bool = False,
+    progress: ProgressFn | None = None,
+    monitor: Monitor | None = None,
+    **sink_options: Any,
+) -> RunReport:
+    t0 = time.perf_counter()
+    target = Path(output)
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{str(target)!r} exists; pass overwrite=True to replace it")
+    if cpus_per_segment < 1:
+        raise ValueError(f"cpus_per_segment must be at least 1, got {cpus_per_segment}")
+    VideoSink(target, overwrite=True, **sink_options)  # bad sink options fail here, not on Ray
+    halo = halo_of(build, job.pipeline(span[0], span[0] + 1, 1, None))
+    ray = (executor or RayExecutor()).ray
+    check_shippable(ray, build, "the build function")
+    check_shippable(ray, job, "the render function")
+    sink = repr(sorted(sink_options.items()))
+    facts |= {"build": _identity(build), "halo": list(halo), "sink": sink}
+    folder = Path(work_dir) if work_dir else target.with_name(f".{target.name}.segments")
+    cluster_cpus = float(ray.cluster_resources().get("CPU", 1))
+    wanted = segments or auto_segments(span[1] - span[0], cluster_cpus, cpus_per_segment)
+    plan = _prepare(folder, facts, plan_segments(*span, wanted, cuts), fixed=bool(segments))
+    parts = [folder / f"segment-{k:05d}{target.suffix}" for k in range(len(plan))]
+    todo = [k for k, part in enumerate(parts) if not part.exists()]
+    watch = _Watch(span[1] - span[0], plan, todo, t0, progress)
+    if monitor is not None:
+        monitor.start(watch.snapshot)
+    report: RunReport | None = None
+    try:
+        task = ray.remote(process_segment).options(num_cpus=cpus_per_segment)
+        args = (frames, halo, build, sink_options, batch_size, cpus_per_segment)
+        refs = {task.remote(job, str(parts[k]), plan[k], *args): k for k in todo}
+        _wait_all(ray, refs, plan, folder, watch)
+        join(parts, [offset(a) for a, _ in plan], target)
+        report = watch.report(str(target), halo, cluster_cpus, cpus_per_segment)
+    finally:
+        if monitor is not None:
+            monitor.stop(report)
+    if not keep_segments:
+        shutil.rmtree(folder, ignore_errors=True)
+    return report
+
+
+def _identity(fn: Any) -> str:
+    """Names a function and its code, so that a changed function does not reuse segments."""
+    if fn is None:
+        return ""
+    code = getattr(fn, "__code__", None)
+    text = repr((code.co_code, code.co_consts)) if code is not None else ""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}:{digest}"
+
+
+def _prepare(
+    folder: Path, facts: dict[str, Any], plan: list[tuple[int, int]], *, fixed: bool
+) -> list[tuple[int, int]]:
+    """The segments to make: the folder's own plan when it holds the same job (and no
+    number of segments was asked for), else ``plan`` in an emptied folder."""
+    path = folder / "manifest.json"
+    if folder.exists():
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, ValueError):
+            manifest = {}
+        kept = [tuple(s) for s in manifest.get("segments", [])]
+        if manifest.get("job") == facts and kept and (not fixed or len(kept) == len(plan)):
+            return [(int(a), int(b)) for a, b in kept]
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    temporary = folder / ".manifest.json.partial"
+    temporary.write_text(json.dumps({"job": facts, "segments": [list(s) for s in plan]}))
+    publish(temporary, path)
+    return plan
+
+
+class _Watch:
+    """The chunked run's figures as segments finish: progress, snapshots and the report."""
+
+    def __init__(
+        self,
+        total: int,
+        plan: list[tuple[int, int]],
+        todo: list[int],
+        t0: float,
+        progress: ProgressFn | None,
+    ) -> None:
+        self.total, self.plan, self.t0, self.progress = total, plan, t0, progress
+        self.reused = len(plan) - len(todo)
+        self.frames = sum(b - a for k, (a, b) in enumerate(plan) if k not in set(todo))
+        self.done: list[dict[str, Any]] = []
+
+    def finished(self, k: int, result: dict[str, Any]) -> None:
+        self.done.append(result)
+        self.frames += self.plan[k][1] - self.plan[k][0]
+        if self.progress is not None:
+            elapsed = time.perf_counter() - self.t0
+            self.progress(Progress(self.frames, self.total, elapsed, "segments"))
+
+    def _stages(self) -> list[StageReport]:
+        summed: dict[str, StageReport] = {}
+        for result in self.done:
+            for s in result["report"].stages:
+                was = summed.get(s.name)
+                summed[s.name] = s if was is None else dataclasses.replace(
+                    was, frames=was.frames + s.frames, batches=was.batches + s.batches,
+                    busy_s=was.busy_s + s.busy_s, wait_in_s=was.wait_in_s + s.wait_in_s,
+                    wait_out_s=was.wait_out_s + s.wait_out_s,
+                    queue_high_water=max(was.queue_high_water, s.queue_high_water),
+                )  # fmt: skip
+        return list(summed.values())
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "segments": len(self.plan),
+            "segments_done": self.reused + len(self.done),
+            "reused": self.reused,
+        }
+
+    def snapshot(self) -> RunSnapshot:
+        stages = tuple(
+            StageSnapshot(
+                s.name, s.workers, s.frames, s.batches, s.busy_s, s.wait_in_s, s.wait_out_s
+            )
+            for s in self._stages()
+        )
+        batch = self.done[0]["report"].batch_size if self.done else 0
+        elapsed = time.perf_counter() - self.t0
+        return RunSnapshot(
+            elapsed, self.frames, self.total, batch, stages, extra={"chunks": self.figures()}
+        )
+
+    def report(self, output: str, halo: tuple[int, int], cpus: float, per: int) -> RunReport:
+        wall = time.perf_counter() - self.t0
+        reports = [r["report"] for r in self.done]
+        chunks = self.figures() | {
+            "halo": list(halo),
+            "cluster_cpus": cpus,
+            "cpus_per_segment": per,
+            "nodes": len({r["node"] for r in self.done}),
+            "segment_frames": [min(b - a for a, b in self.plan), max(b - a for a, b in self.plan)],
+        }
+        skipped = sorted(i for r in self.done for i in r["skipped"])
+        if skipped:
+            chunks["skipped_frames"] = skipped
+        return RunReport(
+            frames=self.frames, wall_s=round(wall, 6), fps=self.frames / wall if wall else 0.0,
+            stages=tuple(self._stages()),
+            pool_slots=max((r.pool_slots for r in reports), default=0),
+            pool_high_water_slots=max((r.pool_high_water_slots for r in reports), default=0),
+            pool_high_water_bytes=max((r.pool_high_water_bytes for r in reports), default=0),
+            pool_bytes=max((r.pool_bytes for r in reports), default=0),
+            reorder_high_water=max((r.reorder_high_water for r in reports), default=0),
+            batch_size=reports[0].batch_size if reports else 0,
+            setup_s=round(sum(r.setup_s for r in reports), 6),
+            memory_budget=max((r.memory_budget for r in reports), default=0),
+            sizing=f"per segment: {reports[0].sizing}" if reports else "",
+            output=output, extra={"chunks": chunks},
+        )  # fmt: skip
+
+
+def _wait_all(
+    ray: Any, refs: dict[Any, int], plan: list[tuple[int, int]], folder: Path, watch: _Watch
+) -> None:
+    """Wait for every task; then raise for the first failure (finished segments are kept)."""
+    failed: list[tuple[int, BaseException]] = []
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        k = refs[done[0]]
+        try:
+            watch.finished(k, ray.get(done[0]))
+        except Exception as exc:
+            cause = getattr(exc, "cause", None)
+            failed.append((k, cause if isinstance(cause, BaseException) else exc))
+    if failed:
+        k, error = min(failed, key=lambda f: f[0])
+        a, b = plan[k]
+        text = str(error).strip()
+        message = text.splitlines()[0] if text else type(error).__name__
+        raise HyperframesError(
+            f"segment {k} (frames {a}-{b - 1}) failed: {message}; {len(failed)} of "
+            f"{len(plan)} segments failed, the others are kept in {str(folder)!r}: rerun the "
+            "same command to do only the missing ones"
+        ) from error
 
 
 def join(parts: list[Path], offsets: list[float], output: Path) -> None:
@@ -157,120 +584,3 @@ def join(parts: list[Path], offsets: list[float], output: Path) -> None:
         publish(temp, output)
     finally:
         temp.unlink(missing_ok=True)
-
-
-def run_chunked(
-    source: str | os.PathLike[str],
-    output: str | os.PathLike[str],
-    build: Build,
-    *,
-    executor: RayExecutor | None = None,
-    segment_frames: int = 1024,
-    batch_size: int = 32,
-    work_dir: str | os.PathLike[str] | None = None,
-    keep_segments: bool = False,
-    overwrite: bool = False,
-    task_options: dict[str, Any] | None = None,
-    **sink_options: Any,
-) -> ChunkedReport:
-    """Process ``source`` into ``output`` in keyframe-aligned segments, one Ray task each.
-
-    Args:
-        source: the input video.
-        output: the output video; its extension picks the container.
-        build: adds the stages: ``build(pipeline) -> pipeline`` (map stages, windowed or
-            not). It is sent to the workers, so it must be picklable by Ray.
-        segment_frames: the least frames per segment; segments start at keyframes.
-        batch_size: frames per batch inside a segment.
-        work_dir: where segments are kept until the join; by default a hidden folder
-            next to the output. Rerunning with the same inputs reuses finished segments.
-        keep_segments: keep the segment folder after a successful join.
-        overwrite: replace an existing output.
-        executor: the Ray connection to use; by default a new
-            :class:`~hyperframes.executors.ray.RayExecutor` (which starts a local Ray or
-            joins ``RAY_ADDRESS``).
-        task_options: Ray options of every segment task (``num_cpus``...).
-        sink_options: options of each segment's :class:`~hyperframes.io.video_sink.VideoSink`
-            (``codec``, ``crf``, ``preset``, ``pix_fmt``, ``options``).
-
-    Returns:
-        A :class:`ChunkedReport`.
-
-    Raises:
-        FileExistsError: ``output`` exists and ``overwrite`` is false.
-        ValueError: the pipeline has stateful stages, or a bad option.
-        Exception: the first failing segment's error, after every other segment finished.
-    """
-    t0 = time.perf_counter()
-    source, output = Path(source), Path(output)
-    if output.exists() and not overwrite:
-        raise FileExistsError(f"{str(output)!r} exists; pass overwrite=True to replace it")
-    pts, keyframes, base = frame_times(source)
-    halo = halo_of(build, VideoSource(source, stop=1))
-    segments = segments_of(len(pts), keyframes, segment_frames)
-    folder = Path(work_dir) if work_dir else output.with_name(f".{output.name}.segments")
-    parts = _prepare(folder, source, segments, halo, sink_options, output.suffix)
-    todo = [k for k, part in enumerate(parts) if not part.exists()]
-    ray = (executor or RayExecutor()).ray
-    task = ray.remote(process_segment).options(**(task_options or {"num_cpus": 1}))
-    refs = {
-        task.remote(
-            str(source), str(parts[k]), *segments[k], halo, build, sink_options, batch_size
-        ): k
-        for k in todo
-    }
-    _wait_all(ray, list(refs))
-    offsets = [float((pts[start] - pts[0]) * base) for start, _ in segments]
-    join(parts, offsets, output)
-    if not keep_segments:
-        shutil.rmtree(folder, ignore_errors=True)
-    return ChunkedReport(
-        str(output), len(pts), len(segments), len(segments) - len(todo), halo,
-        round(time.perf_counter() - t0, 3),
-    )  # fmt: skip
-
-
-def _prepare(
-    folder: Path,
-    source: Path,
-    segments: list[tuple[int, int]],
-    halo: tuple[int, int],
-    sink_options: dict[str, Any],
-    suffix: str,
-) -> list[Path]:
-    """The segment paths; a manifest from another job empties the folder first."""
-    stat = source.stat()
-    manifest = {
-        "source": str(source.resolve()),
-        "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns,
-        "segments": [list(s) for s in segments],
-        "halo": list(halo),
-        "sink": repr(sorted(sink_options.items())),
-    }
-    path = folder / "manifest.json"
-    if folder.exists():
-        try:
-            same = json.loads(path.read_text()) == manifest
-        except (OSError, ValueError):
-            same = False
-        if not same:
-            shutil.rmtree(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest))
-    return [folder / f"segment-{k:05d}{suffix}" for k in range(len(segments))]
-
-
-def _wait_all(ray: Any, refs: list[Any]) -> None:
-    """Wait for every task; then raise the first failure (finished segments are kept)."""
-    first: BaseException | None = None
-    pending = refs
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        try:
-            ray.get(done[0])
-        except Exception as exc:
-            cause = getattr(exc, "cause", None)
-            first = first or (cause if isinstance(cause, BaseException) else exc)
-    if first is not None:
-        raise first

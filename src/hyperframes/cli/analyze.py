@@ -11,6 +11,7 @@ from ..engine.report import RunReport
 from ..io.video import VideoSource
 from .common import positive_int
 from .observe import add_long_options, observed
+from .scale import executor_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         result, report = analyze(
             VideoSource(args.input), threshold=args.threshold, min_len=args.min_len,
             max_len=args.max_len, batch_size=args.batch_size, memory=args.memory,
-            samples=args.samples, progress=bar, monitor=monitor,
+            samples=args.samples, progress=bar, monitor=monitor, executor=executor_for(args),
         )  # fmt: skip
         found.append(result)
         return report

@@ -9,6 +9,7 @@ the source. ``--synthetic`` runs the engine on generated frames instead, with no
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import shutil
@@ -25,6 +26,7 @@ from ..io.video import VideoSource
 from ..store import FrameStore, StoreSink
 from .common import emit_report, positive_int, progress_for
 from .observe import add_long_options
+from .scale import executor_for
 from .video import transcode
 
 CLIP = "bigbuckbunny.mp4"
@@ -87,7 +89,7 @@ def pack_and_read(
         Pipeline.from_source(VideoSource(clip), batch_size=16)
         .group()
         .to(StoreSink(store_path))
-        .run(progress=progress_for(args, "pack"))
+        .run(progress=progress_for(args, "pack"), executor=executor_for(args))
     )
     summary = report.output
     reference = Pipeline.from_source(VideoSource(clip), batch_size=16).collect()
@@ -139,7 +141,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
 
     pipeline = (
         Pipeline.from_generator(
-            lambda i: render_frame(i, height, width),
+            functools.partial(render_frame, height=height, width=width),
             count=args.frames,
             spec=FrameSpec((height, width, 3), np.uint8),
             workers=args.workers,
@@ -150,7 +152,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
     )
     bar = progress_for(args, "demo")
     try:
-        report = pipeline.run(progress=bar, memory=args.memory)
+        report = pipeline.run(progress=bar, memory=args.memory, executor=executor_for(args))
     finally:
         bar.finish()
     emit_report(args, report, checksum=checksum)

@@ -27,6 +27,7 @@ from ..metrics.monitors import Monitors
 from ..metrics.prometheus import DEFAULT_HOST, PrometheusExporter
 from ..metrics.timeline import Timeline, require_plotting
 from .common import add_sizing_options, port_number, positive_int, progress_for
+from .scale import add_executor_options, executor_for
 
 
 class _Announce:
@@ -105,7 +106,7 @@ def finish_observe(
 
 LONG_OPTIONS = (
     "--workers", "--batch-size", "--memory", "--json", "--metrics-port", "--metrics-host",
-    "--report", "--plot-dir", "--view",
+    "--report", "--plot-dir", "--view", "--executor", "--ray-address",
 )  # fmt: skip
 """The options every long command shares (a test checks each command's ``--help``)."""
 
@@ -123,19 +124,23 @@ def add_long_options(
     parser.add_argument("--json", action="store_true", help="print one JSON object, no bar")
     add_observe_options(parser)
     add_view_options(parser)
+    add_executor_options(parser)
 
 
 def observed_run(
     args: argparse.Namespace, pipeline: Pipeline, label: str, *, memory: int | None = None
 ) -> tuple[RunReport, dict[str, Any]]:
-    """Run ``pipeline`` with the progress bar and every monitor the options ask for
-    (``--metrics-port``, ``--report``, ``--plot-dir``, ``--view``); returns the report and
-    what was written where. ``memory`` is the pools' budget when the command divides
-    ``--memory`` itself (``pack``)."""
+    """Run ``pipeline`` under ``--executor`` with the progress bar and every monitor the
+    options ask for (``--metrics-port``, ``--report``, ``--plot-dir``, ``--view``); returns
+    the report and what was written where. ``memory`` is the pools' budget when the
+    command divides ``--memory`` itself (``pack``)."""
     budget = memory if memory is not None else getattr(args, "memory", None)
-    return observed(
-        args, label, lambda bar, watch: pipeline.run(progress=bar, monitor=watch, memory=budget)
-    )
+    executor = executor_for(args)
+
+    def run(bar: Any, watch: Monitor | None) -> RunReport:
+        return pipeline.run(progress=bar, monitor=watch, memory=budget, executor=executor)
+
+    return observed(args, label, run)
 
 
 def observed(

@@ -13,12 +13,14 @@ import cv2
 import numpy as np
 
 from .. import FrameSpec, Pipeline, RunReport
+from ..chunked import render_chunked, run_chunked
 from ..io.loop import Looped
 from ..io.probe import probe
 from ..io.video import PixFmt, VideoSource
 from ..io.video_sink import VideoSink
 from .common import emit_report, positive_float, positive_int
-from .observe import add_long_options, observed_run
+from .observe import add_long_options, observed, observed_run
+from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
 
 MAX_SIDE = 16384
 """The longest side ``--size`` takes: FFmpeg refuses larger frames, after the pools exist."""
@@ -45,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a frame that cannot be decoded: fail with its index, or skip and report it",
     )
     add_long_options(p)
+    add_chunk_options(p)
     p.set_defaults(run=run_transcode)
 
     p = sub.add_parser("render", help="render frames with MODULE:FUNCTION f(i) -> array")
@@ -55,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fps", type=positive_float, default=30.0, help="frames per second")
     add_encoder_options(p)
     add_long_options(p)
+    add_chunk_options(p)
     p.set_defaults(run=run_render)
 
 
@@ -80,16 +84,14 @@ def frame_size(text: str) -> tuple[int, int]:
     return width, height
 
 
+def encoder_options(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
+    """The :class:`VideoSink` options the encoder flags ask for."""
+    chosen = {"codec": args.codec, "crf": args.crf, "preset": args.preset, "pix_fmt": args.pix_fmt}
+    return chosen | extra
+
+
 def sink_for(args: argparse.Namespace, **extra: Any) -> VideoSink:
-    return VideoSink(
-        args.output,
-        codec=args.codec,
-        crf=args.crf,
-        preset=args.preset,
-        pix_fmt=args.pix_fmt,
-        overwrite=args.overwrite,
-        **extra,
-    )
+    return VideoSink(args.output, overwrite=args.overwrite, **encoder_options(args, **extra))
 
 
 def resize_stage(width: int, height: int) -> Any:
@@ -128,6 +130,8 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     probe_source = VideoSource(args.input, start=args.start, stop=args.stop)
     planar = planar_path(args, probe_source)
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
+    if args.chunks is not None:
+        return transcode_chunked(args, pix_fmt)
 
     def make() -> VideoSource:
         # the source resizes every frame to --size as it decodes it, so a stream whose
@@ -147,6 +151,31 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     pipeline = Pipeline.from_source(source, batch_size=args.batch_size)
     report, extra = observed_run(args, pipeline.to(sink), "transcode")
     skipped = getattr(source, "skipped", [])
+    if skipped:
+        extra["skipped_frames"] = skipped
+    return report, extra
+
+
+def transcode_chunked(
+    args: argparse.Namespace, pix_fmt: PixFmt
+) -> tuple[RunReport, dict[str, Any]]:
+    """``transcode --chunks``: segments at keyframes as Ray tasks, joined by stream copy."""
+    if args.loop > 1:
+        raise ValueError("--chunks cuts one input at its keyframes; it cannot take --loop")
+    planar = {"input_pix_fmt": "yuv420p"} if pix_fmt == "yuv420p" else {}
+    executor = ray_for_chunks(args)
+
+    def run(bar: Any, watch: Any) -> RunReport:
+        return run_chunked(
+            args.input, args.output, start=args.start, stop=args.stop,
+            source_options={"size": args.size, "pix_fmt": pix_fmt, "on_corrupt": args.on_corrupt},
+            executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
+            overwrite=args.overwrite, progress=bar, monitor=watch,
+            **encoder_options(args, **planar),
+        )  # fmt: skip
+
+    report, extra = observed(args, "transcode", run)
+    skipped = report.extra["chunks"].get("skipped_frames")
     if skipped:
         extra["skipped_frames"] = skipped
     return report, extra
@@ -183,6 +212,10 @@ def load_function(spec: str) -> Any:
 
 def run_render(args: argparse.Namespace) -> int:
     fn = load_function(args.function)
+    if args.chunks is not None:
+        report, written = render_chunked_from(args, fn)
+        emit_report(args, report, **written)
+        return 0
     width, height = args.size
     sink = sink_for(args, fps=args.fps)
     pipeline = Pipeline.from_generator(
@@ -192,6 +225,29 @@ def run_render(args: argparse.Namespace) -> int:
         workers=args.workers,
         batch_size=args.batch_size,
     )
-    report, written = observed_run(args, pipeline.to(sink), "render")
+    executor = executor_for(args)
+    ship_module_of(fn, executor)
+    report, written = observed(
+        args,
+        "render",
+        lambda bar, watch: pipeline.to(sink).run(
+            progress=bar, monitor=watch, memory=args.memory, executor=executor
+        ),
+    )
     emit_report(args, report, **written)
     return 0
+
+
+def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, dict[str, Any]]:
+    """``render --chunks``: the frame range in segments as Ray tasks, joined by stream copy."""
+    executor = ray_for_chunks(args)
+    ship_module_of(fn, executor)
+
+    def run(bar: Any, watch: Any) -> RunReport:
+        return render_chunked(
+            fn, args.output, count=args.frames, size=args.size, fps=args.fps,
+            executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
+            overwrite=args.overwrite, progress=bar, monitor=watch, **encoder_options(args),
+        )  # fmt: skip
+
+    return observed(args, "render", run)
