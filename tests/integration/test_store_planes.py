@@ -170,14 +170,15 @@ def test_a_newer_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
         FrameStore(path)
 
 
-def test_planar_groups_decode_from_at_most_three_records() -> None:
+def test_planar_groups_decode_from_at_most_six_records() -> None:
     layout = Layout.of("yuv420p", 32, 16)
     rng = np.random.default_rng(0)
     base = rng.integers(0, 255, layout.shape, dtype=np.uint8)
     frames = np.stack([base + (rng.random(layout.shape) < 0.01) for _ in range(60)])
     group = encode_group(frames, planes=layout.plane_shapes, pix_fmt="yuv420p")
     info = read_group_info(group.data)
-    assert info.layout == "anchors" and max(info.frames_touched) <= 3
+    assert info.layout == "anchors" and max(info.frames_touched) <= 6
+    assert info.frames_touched[30] == 1 and sorted(info.frames_touched)[-1] == 6
     assert np.array_equal(decode_group(group.data), frames)
     assert all(np.array_equal(decode_frame(group.data, i), frames[i]) for i in (0, 29, 59))
 
@@ -226,3 +227,16 @@ def test_pack_and_unpack_keep_the_planes(tmp_path: Path) -> None:
     with FrameStore(rgb) as opened, FrameStore(store) as planes:
         assert opened.header.pixels is None and opened.spec == planes.spec
         assert np.array_equal(opened[:], planes[:])
+
+
+def test_no_frame_of_any_group_length_needs_more_than_six_records() -> None:
+    from hyperframes.hyper._planes import reference
+
+    def records(i: int, b: int, n: int) -> int:
+        count = 1
+        while (i := reference(i, b, n)) >= 0:
+            count += 1
+        return count
+
+    for n in range(1, 400):
+        assert max(records(i, n // 2, n) for i in range(n)) <= 6, n

@@ -44,7 +44,8 @@ random 720p frame decodes about 1.8x faster on 2 cores, at the same size within 
 Planar groups (``planes=``: a video's native Y, U, V or gray planes, see ``_planes``) are
 coded plane by plane: each plane's rows are predicted only from the same plane (gradient +
 zstd, or with ``intra="ffv1"`` frames stored whole are FFV1 keyframes through PyAV), and
-frames reference anchors so that any frame decodes from at most three records.
+frames reference their neighbours towards anchors that reference the base, so that any
+frame decodes from at most 6 records whatever the group's length.
 
 Lossy tiers: ``"psnr"`` quantises each frame's difference to the base with the
 coarsest step that still meets the ``psnr`` target, checked on the decoded
