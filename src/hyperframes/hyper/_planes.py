@@ -27,9 +27,9 @@ other frame references its neighbour towards its nearest anchor, so any frame de
 at most 6 records whatever the group's length (the ``"auto"`` chain needs up to
 ``n/16 + 8``: 11 in a 60-frame group), and deltas stay between neighbours. Size cost
 against that chain: 3.1 % on testvideo (the end anchors of its 60-frame groups), 0.0 % on
-bigbuckbunny and bikes; deltas straight to the nearest anchor (at most 3
-records) cost 23 %, 6 % and 0.3 % (testvideo, bigbuckbunny, bikes). A delta that codes larger than the frame alone is replaced by the
-frame alone.
+bigbuckbunny and bikes; deltas straight to the nearest anchor (at most 3 records) cost
+23 %, 6 % and 0.3 % (testvideo, bigbuckbunny, bikes). A delta that codes larger than the
+frame alone is replaced by the frame alone.
 
 Example:
     >>> segs = segments([(4, 8), (2, 4), (2, 4)], luma_bands=2)
