@@ -36,6 +36,7 @@ manifest, the join and the run's report, which read best together.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -294,7 +295,7 @@ def run_chunked(
     stop = len(pts) if stop is None else min(stop, len(pts))
     if not 0 <= start < stop:
         raise ValueError(f"start={start}, stop={stop}: no frames of {len(pts)} to process")
-    job = _VideoJob(str(path), dict(source_options or {}))
+    job = _VideoJob(str(path.resolve()), dict(source_options or {}))  # workers' folders differ
     stat = path.stat()
     facts = {
         "source": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
@@ -391,6 +392,7 @@ def _run(
     sink = repr(sorted(sink_options.items()))
     facts |= {"build": _identity(build), "halo": list(halo), "sink": sink}
     folder = Path(work_dir) if work_dir else target.with_name(f".{target.name}.segments")
+    folder = folder.resolve()  # the tasks' working folders are not the driver's
     cluster_cpus = float(ray.cluster_resources().get("CPU", 1))
     wanted = segments or auto_segments(span[1] - span[0], cluster_cpus, cpus_per_segment)
     plan = _prepare(folder, facts, plan_segments(*span, wanted, cuts), fixed=bool(segments))
@@ -538,23 +540,29 @@ def _wait_all(
     """Wait for every task; then raise for the first failure (finished segments are kept)."""
     failed: list[tuple[int, BaseException]] = []
     pending = list(refs)
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        k = refs[done[0]]
-        try:
-            watch.finished(k, ray.get(done[0]))
-        except Exception as exc:
-            cause = getattr(exc, "cause", None)
-            failed.append((k, cause if isinstance(cause, BaseException) else exc))
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            k = refs[done[0]]
+            try:
+                watch.finished(k, ray.get(done[0]))
+            except Exception as exc:
+                cause = getattr(exc, "cause", None)
+                failed.append((k, cause if isinstance(cause, BaseException) else exc))
+    except BaseException:  # interrupted: stop the tasks still out (finished ones are kept)
+        for ref in pending:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+        raise
     if failed:
         k, error = min(failed, key=lambda f: f[0])
         a, b = plan[k]
         text = str(error).strip()
         message = text.splitlines()[0] if text else type(error).__name__
         raise HyperframesError(
-            f"segment {k} (frames {a}-{b - 1}) failed: {message}; {len(failed)} of "
-            f"{len(plan)} segments failed, the others are kept in {str(folder)!r}: rerun the "
-            "same command to do only the missing ones"
+            f"segment {k} (frames {a}-{b - 1}) failed: {message} ({len(failed)} of "
+            f"{len(plan)} segments failed; finished ones are kept in {str(folder)!r}: rerun "
+            "the same command to do only the missing ones)"
         ) from error
 
 

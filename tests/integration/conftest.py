@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -99,3 +101,38 @@ def make_frames() -> Callable[..., np.ndarray]:
 def make_video() -> Callable[..., Path]:
     """:func:`write_video` as a fixture."""
     return write_video
+
+
+def loopback_only() -> bool:
+    """Whether this process runs in a network namespace of its own with loopback only
+    (``python tests/loopback.py ...``; ``make test`` runs the suite that way)."""
+    return [name for _, name in socket.if_nameindex()] == ["lo"]
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """A local Ray cluster of two 1-CPU nodes, joined by this process, or skip.
+
+    Ray binds 127.0.0.1 only inside a network namespace of its own (elsewhere it rewrites
+    it to the machine's interface address), so the cluster is made only there: outside,
+    the test skips, or fails when ``HF_REQUIRE_RAY`` is set (as ``make test`` sets it).
+    """
+    ray = pytest.importorskip("ray")
+    cluster_utils = pytest.importorskip("ray.cluster_utils")
+    if not loopback_only():
+        why = (
+            "Ray tests run in a network namespace of their own, with loopback only: "
+            "python tests/loopback.py python -m pytest ... (make test does)"
+        )
+        if os.environ.get("HF_REQUIRE_RAY"):
+            pytest.fail(why)
+        pytest.skip(why)
+    made = cluster_utils.Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
+    )
+    made.add_node(num_cpus=1)
+    ray.init(address=made.address)
+    made.wait_for_nodes()
+    yield made
+    ray.shutdown()
+    made.shutdown()

@@ -79,19 +79,12 @@ def windowed_then_inverted(pipeline):
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(ray_cluster):
+    """The session's two-node cluster, with this module's functions sent by value."""
     from ray import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    made = cluster_utils.Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
-    )
-    made.add_node(num_cpus=1)
-    ray.init(address=made.address)
-    made.wait_for_nodes()
-    yield made
-    ray.shutdown()
-    made.shutdown()
+    yield ray_cluster
     cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
@@ -210,9 +203,11 @@ def test_chunked_output_equals_a_local_run_and_resumes(executor, tmp_path):
     expected = windowed_then_inverted(Pipeline.from_source(VideoSource(source))).collect()
     output = tmp_path / "out.mkv"
     work = tmp_path / "segments"
-    options = {"codec": "ffv1", "segment_frames": 30, "work_dir": work, "keep_segments": True}
+    options = {"codec": "ffv1", "segments": 4, "work_dir": work, "keep_segments": True}
     report = run_chunked(source, output, windowed_then_inverted, executor=executor, **options)
-    assert (report.frames, report.segments, report.reused, report.halo) == (130, 4, 0, (2, 1))
+    chunks = report.extra["chunks"]
+    assert report.frames == 130
+    assert (chunks["segments"], chunks["reused"], chunks["halo"]) == (4, 0, [2, 1])
     got = Pipeline.from_source(VideoSource(output)).collect()
     np.testing.assert_array_equal(got, expected)
 
@@ -221,7 +216,9 @@ def test_chunked_output_equals_a_local_run_and_resumes(executor, tmp_path):
     again = run_chunked(
         source, output, windowed_then_inverted, executor=executor, overwrite=True, **options
     )
-    assert (again.segments, again.reused) == (4, 3)
+    assert (again.extra["chunks"]["segments"], again.extra["chunks"]["reused"]) == (4, 3)
+    assert again.frames == 130
+    assert again.stages[0].frames == 20 + 3  # only segment 1 (frames 40-59) and its halo
     np.testing.assert_array_equal(Pipeline.from_source(VideoSource(output)).collect(), expected)
 
 
