@@ -163,7 +163,16 @@ def plan_segments(
 
 def auto_segments(frames: int, cluster_cpus: float, cpus_per_segment: int) -> int:
     """How many segments the automatic plan makes: about :data:`SEGMENTS_PER_CPU` per CPU
-    of the cluster, but none shorter than :data:`MIN_SEGMENT_FRAMES`."""
+    of the cluster, but none shorter than :data:`MIN_SEGMENT_FRAMES`.
+
+    Example:
+        >>> auto_segments(2000, cluster_cpus=2, cpus_per_segment=1)
+        4
+        >>> auto_segments(100_000, cluster_cpus=64, cpus_per_segment=2)
+        64
+        >>> auto_segments(300, cluster_cpus=16, cpus_per_segment=1)
+        1
+    """
     slots = max(1, int(cluster_cpus // cpus_per_segment))
     return max(1, min(SEGMENTS_PER_CPU * slots, frames // MIN_SEGMENT_FRAMES))
 

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -108,6 +109,22 @@ def test_render_under_processes_equals_threads(scene, capsys):
     np.testing.assert_array_equal(frames_of(Path("threads.mkv")), expected_render(100))
 
 
+def test_pack_and_analyze_under_processes_equal_threads(synthetic_mp4, tmp_path, capsys):
+    from hyperframes import FrameStore
+
+    stores, found = {}, {}
+    for executor in ("threads", "processes"):
+        store = tmp_path / f"{executor}.hfs"
+        run_json(capsys, "pack", str(synthetic_mp4), str(store), "--executor", executor)
+        with FrameStore(store) as opened:
+            stores[executor] = np.stack([opened[i] for i in range(len(opened))])
+        analysis = run_json(capsys, "analyze", str(synthetic_mp4), "--samples", "0",
+                            "--executor", executor)  # fmt: skip
+        found[executor] = (analysis["hyperframes"], analysis["boundaries"])
+    np.testing.assert_array_equal(stores["processes"], stores["threads"])
+    assert len(stores["threads"]) == 40 and found["processes"] == found["threads"]
+
+
 def test_ray_address_needs_the_ray_executor(scene, capsys):
     err = fails_with(capsys, "render", f"{scene}:frame", "out.mkv", "--frames", "4",
                      "--size", "64x48", "--ray-address", "auto")  # fmt: skip
@@ -150,7 +167,9 @@ def test_render_under_ray_equals_threads(ray_cluster, scene, capsys):
 @ray_only
 def test_render_chunks_equal_a_local_render(ray_cluster, scene, capsys):
     report = run_json(capsys, "render", f"{scene}:frame", "chunks.mkv", "--frames", "300",
-                      "--size", "64x48", "--codec", "ffv1", "--chunks", "3")  # fmt: skip
+                      "--size", "64x48", "--codec", "ffv1", "--chunks", "3",
+                      "--report", "run.json")  # fmt: skip
+    assert json.loads(Path("run.json").read_text())["extra"] == report["extra"]
     chunks = report["extra"]["chunks"]
     assert (report["frames"], chunks["segments"], chunks["reused"]) == (300, 3, 0)
     assert chunks["nodes"] == 2 and chunks["cpus_per_segment"] == 1
@@ -238,17 +257,15 @@ def test_a_killed_driver_leaves_finished_segments_and_the_rerun_does_only_the_re
 @ray_only
 def test_a_lost_node_mid_run_is_retried_elsewhere(ray_cluster, scene, tmp_path):
     """Ray reruns the tasks of a node that dies on the nodes left: the output is whole."""
-    from hyperframes.chunked import render_chunked
-
     import ray
+
+    from hyperframes.chunked import render_chunked
 
     module = __import__(scene)
     ray.cloudpickle.register_pickle_by_value(module)  # workers cannot import it
     worker = next(n for n in ray_cluster.list_all_nodes() if n is not ray_cluster.head_node)
     folder = tmp_path / "segments"
     try:
-        import threading
-
         result: dict = {}
 
         def go() -> None:
