@@ -412,7 +412,8 @@ def _run(
         monitor.start(watch.snapshot)
     report: RunReport | None = None
     try:
-        task = ray.remote(process_segment).options(num_cpus=cpus_per_segment)
+        spread = {"num_cpus": cpus_per_segment, "scheduling_strategy": "SPREAD"}
+        task = ray.remote(process_segment).options(**spread)
         args = (frames, halo, build, sink_options, batch_size, cpus_per_segment)
         refs = {task.remote(job, str(parts[k]), plan[k], *args): k for k in todo}
         _wait_all(ray, refs, plan, folder, watch)
@@ -479,7 +480,9 @@ class _Watch:
         self.frames += self.plan[k][1] - self.plan[k][0]
         if self.progress is not None:
             elapsed = time.perf_counter() - self.t0
-            self.progress(Progress(self.frames, self.total, elapsed, "segments"))
+            slowest = max(self._stages(), key=lambda s: s.busy_per_worker_s).name
+            done = f"{self.reused + len(self.done)}/{len(self.plan)} segments"
+            self.progress(Progress(self.frames, self.total, elapsed, slowest, done))
 
     def _stages(self) -> list[StageReport]:
         summed: dict[str, StageReport] = {}

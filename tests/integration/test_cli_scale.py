@@ -182,6 +182,21 @@ def test_render_chunks_equal_a_local_render(ray_cluster, scene, capsys):
 
 
 @ray_only
+def test_progress_follows_segments(ray_cluster, scene, tmp_path):
+    import ray
+
+    from hyperframes.chunked import render_chunked
+
+    module = __import__(scene)
+    ray.cloudpickle.register_pickle_by_value(module)
+    seen = []
+    render_chunked(module.frame, tmp_path / "out.mkv", count=300, size=(64, 48), segments=3,
+                   codec="ffv1", progress=seen.append)  # fmt: skip
+    assert [p.note for p in seen] == ["1/3 segments", "2/3 segments", "3/3 segments"]
+    assert [p.frames for p in seen] == [100, 200, 300] and {p.total for p in seen} == {300}
+
+
+@ray_only
 def test_transcode_chunks_equal_a_local_transcode(ray_cluster, clip_path, tmp_path, capsys):
     bikes = str(clip_path("bikes.mp4"))  # 250 frames with several hard cuts
     common = ["transcode", bikes, "--codec", "ffv1", "--size", "320x136"]

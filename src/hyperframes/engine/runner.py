@@ -60,12 +60,14 @@ them (they are daemon threads; their slots stay valid because the pool dies with
 
 @dataclass(frozen=True)
 class Progress:
-    """What a progress callback is told after each batch reaches the sink."""
+    """What a progress callback is told after each batch reaches the sink (or, in a
+    chunked run, after each segment: ``note`` then says how many are done)."""
 
     frames: int
     total: int | None
     elapsed_s: float
     slowest_stage: str
+    note: str = ""
 
     @property
     def fps(self) -> float:

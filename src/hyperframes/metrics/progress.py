@@ -32,6 +32,8 @@ def render_line(p: Progress, label: str = "") -> str:
     """The text of the bar for one progress update (pure, for tests)."""
     head = f"{label} " if label else ""
     tail = f"{p.fps:7.1f} fr/s  bottleneck: {p.slowest_stage}"
+    if p.note:
+        tail += f"  {p.note}"
     if p.total:
         share = min(1.0, p.frames / p.total)
         filled = int(share * WIDTH)
