@@ -54,6 +54,7 @@ import numpy as np
 
 from .engine.report import RunReport, RunSnapshot, StageReport, StageSnapshot
 from .engine.runner import Monitor, Progress, ProgressFn
+from .engine.sizing import available_memory, default_budget
 from .engine.window import HaloStream
 from .errors import HyperframesError, MediaError
 from .executors.ray import RayExecutor, check_shippable, node_id
@@ -242,9 +243,17 @@ def _capped(pipeline: Pipeline, cpus: int) -> Pipeline:
 def process_segment(
     job: _Job, part: str, segment: tuple[int, int], frames: int, halo: tuple[int, int],
     build: Build | None, sink_options: dict[str, Any], batch_size: int | None, cpus: int,
+    memory: int | str | None,
 ) -> dict[str, Any]:  # fmt: skip
     """Make ``[start - halo, stop + halo)``, run the stages, encode ``[start, stop)``
-    into ``part`` with ``cpus`` threads at most; returns the segment's report."""
+    into ``part`` with ``cpus`` threads at most; returns the segment's report.
+
+    ``memory`` is the segment's pools' budget; by default its share of the node (its CPUs
+    of the node's), as :func:`~hyperframes.engine.sizing.default_budget` sizes it."""
+    if memory is None:
+        available = available_memory()
+        share = cpus / max(cpus, os.cpu_count() or 1)
+        memory = default_budget(None if available is None else int(available * share))
     start, stop = segment
     lo, hi = max(0, start - halo[0]), min(frames, stop + halo[1])
     pipeline = job.pipeline(lo, hi, cpus, batch_size)
@@ -254,7 +263,7 @@ def process_segment(
     sink = VideoSink(part, overwrite=True, **(sink_options | {"options": options}))
     first = job.first_id(lo) - lo
     trimmed = _capped(pipeline, cpus).to(_Trim(sink, start + first, stop + first))
-    report = trimmed.run()
+    report = trimmed.run(memory=memory)
     skipped = getattr(pipeline.source, "skipped", [])
     return {"report": report, "node": node_id(), "skipped": list(skipped)}
 
@@ -344,6 +353,8 @@ def render_chunked(
             ``segments``: how many (default: from the cluster's CPUs);
             ``cpus_per_segment``: CPUs each task reserves and uses (default 1);
             ``batch_size``: frames per batch inside a segment;
+            ``memory``: each segment's budget for its pools (default: its share of the
+            node's memory, by its CPUs);
             ``work_dir``: where segments are kept until the join (default: a hidden
             folder next to the output); ``keep_segments``: keep it after the join;
             ``overwrite``: replace an existing output; ``progress``: called as segments
@@ -380,6 +391,7 @@ def _run(
     segments: int | None = None,
     cpus_per_segment: int = 1,
     batch_size: int | None = None,
+    memory: int | str | None = None,
     work_dir: str | os.PathLike[str] | None = None,
     keep_segments: bool = False,
     overwrite: bool = False,
@@ -414,7 +426,7 @@ def _run(
     try:
         spread = {"num_cpus": cpus_per_segment, "scheduling_strategy": "SPREAD"}
         task = ray.remote(process_segment).options(**spread)
-        args = (frames, halo, build, sink_options, batch_size, cpus_per_segment)
+        args = (frames, halo, build, sink_options, batch_size, cpus_per_segment, memory)
         refs = {task.remote(job, str(parts[k]), plan[k], *args): k for k in todo}
         _wait_all(ray, refs, plan, folder, watch)
         join(parts, [offset(a) for a, _ in plan], target)

@@ -168,8 +168,9 @@ def test_render_under_ray_equals_threads(ray_cluster, scene, capsys):
 def test_render_chunks_equal_a_local_render(ray_cluster, scene, capsys):
     report = run_json(capsys, "render", f"{scene}:frame", "chunks.mkv", "--frames", "300",
                       "--size", "64x48", "--codec", "ffv1", "--chunks", "3",
-                      "--report", "run.json")  # fmt: skip
+                      "--report", "run.json", "--memory", "64MiB")  # fmt: skip
     assert json.loads(Path("run.json").read_text())["extra"] == report["extra"]
+    assert report["memory_budget"] == 64 << 20  # --memory is each segment's budget
     chunks = report["extra"]["chunks"]
     assert (report["frames"], chunks["segments"], chunks["reused"]) == (300, 3, 0)
     assert chunks["nodes"] == 2 and chunks["cpus_per_segment"] == 1

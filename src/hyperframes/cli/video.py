@@ -170,7 +170,7 @@ def transcode_chunked(
             args.input, args.output, start=args.start, stop=args.stop,
             source_options={"size": args.size, "pix_fmt": pix_fmt, "on_corrupt": args.on_corrupt},
             executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
-            overwrite=args.overwrite, progress=bar, monitor=watch,
+            memory=args.memory, overwrite=args.overwrite, progress=bar, monitor=watch,
             **encoder_options(args, **planar),
         )  # fmt: skip
 
@@ -247,7 +247,8 @@ def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, d
         return render_chunked(
             fn, args.output, count=args.frames, size=args.size, fps=args.fps,
             executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
-            overwrite=args.overwrite, progress=bar, monitor=watch, **encoder_options(args),
+            memory=args.memory, overwrite=args.overwrite, progress=bar, monitor=watch,
+            **encoder_options(args),
         )  # fmt: skip
 
     return observed(args, "render", run)
