@@ -265,7 +265,10 @@ def process_segment(
     trimmed = _capped(pipeline, cpus).to(_Trim(sink, start + first, stop + first))
     report = trimmed.run(memory=memory)
     skipped = getattr(pipeline.source, "skipped", [])
-    return {"report": report, "node": node_id(), "skipped": list(skipped)}
+    return {
+        "report": report, "node": node_id(), "skipped": list(skipped),
+        "written": sink.frames_written,
+    }  # fmt: skip
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -489,7 +492,7 @@ class _Watch:
 
     def finished(self, k: int, result: dict[str, Any]) -> None:
         self.done.append(result)
-        self.frames += self.plan[k][1] - self.plan[k][0]
+        self.frames += result["written"]  # fewer than planned where frames were skipped
         if self.progress is not None:
             elapsed = time.perf_counter() - self.t0
             slowest = max(self._stages(), key=lambda s: s.busy_per_worker_s).name

@@ -130,7 +130,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     probe_source = VideoSource(args.input, start=args.start, stop=args.stop)
     planar = planar_path(args, probe_source)
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
-    if args.chunks is not None:
+    if getattr(args, "chunks", None) is not None:  # demo's runs have no --chunks
         return transcode_chunked(args, pix_fmt)
 
     def make() -> VideoSource:
