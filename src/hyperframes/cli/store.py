@@ -54,9 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "FFV1 keyframes, about FFV1's size, random access about FFV1's)",
     )  # fmt: skip
     p.add_argument(
-        "--pix-fmt", choices=("native", "rgb24"), default="native",
+        "--pix-fmt", choices=("native", "rgb24"), default=None,
         help="native (default): keep the decoder's planes bit-exact (yuv420p, 4:2:2, "
-        "4:4:4, gray, 10-bit; other formats and --size store rgb24); rgb24: store RGB",
+        "4:4:4, gray, 10-bit; other formats, --size and --intra webp store rgb24); "
+        "rgb24: store RGB",
     )  # fmt: skip
     either = p.add_mutually_exclusive_group()
     either.add_argument(
@@ -129,6 +130,10 @@ def _pack_pix_fmt(args: argparse.Namespace, *, resuming: bool) -> Any:
     """``"native"`` when the video's planes can be kept (and a resumed store holds planes),
     else ``"rgb24"``."""
     if args.pix_fmt == "rgb24" or args.size is not None:
+        return "rgb24"
+    if args.intra == "webp":  # WebP codes RGB
+        if args.pix_fmt == "native":
+            raise ValueError("--intra webp codes RGB frames; drop --pix-fmt native")
         return "rgb24"
     if resuming:
         with FrameStore(args.store, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:

@@ -119,9 +119,11 @@ class StoreWriter:
                 "not both"
             )
         self.path = Path(path)
+        pixels = fmt.pixels_of(spec, dict(info or {}))
+        _check_intra(intra, planes=pixels is not None)
         self.header = fmt.StoreHeader(
             spec, fmt.json_safe(dict(info or {})), tier, psnr, level, grouping, __version__,
-            intra=intra, pixels=fmt.pixels_of(spec, dict(info or {})),
+            intra=intra, pixels=pixels,
         )  # fmt: skip
         self._lock_fd: int | None = None
         self._prepare(resume=resume, overwrite=overwrite)  # takes the writer lock
@@ -440,3 +442,18 @@ def resume_point(path: str | os.PathLike[str]) -> tuple[int, bool]:
         return state.frames, state.complete
     finally:
         _env.release(folder)
+
+
+def _check_intra(intra: str, *, planes: bool) -> None:
+    """Refuse an intra coding that does not apply to the store's frames (it would be
+    ignored silently)."""
+    if intra == "webp" and planes:
+        raise ValueError(
+            "intra='webp' codes RGB frames, and these frames are a video's planes; pass "
+            "intra='gradient' or 'ffv1', or store RGB (pix_fmt='rgb24' when packing)"
+        )
+    if intra == "ffv1" and not planes:
+        raise ValueError(
+            "intra='ffv1' codes a video's planes, and these frames are not; pass "
+            "intra='gradient' or 'webp'"
+        )
