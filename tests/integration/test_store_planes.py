@@ -229,6 +229,22 @@ def test_pack_and_unpack_keep_the_planes(tmp_path: Path) -> None:
         assert np.array_equal(opened[:], planes[:])
 
 
+def test_an_intra_coding_that_does_not_apply_is_refused_not_ignored(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "in.mkv", "yuv420p")
+    with pytest.raises(ValueError, match="intra='webp' codes RGB frames"):
+        pack(clip, tmp_path / "planes.hfs", intra="webp")
+    rgb = Pipeline.from_source(VideoSource(clip), batch_size=8)
+    with pytest.raises(ValueError, match="intra='ffv1' codes a video's planes"):
+        rgb.group().to(StoreSink(tmp_path / "rgb.hfs", intra="ffv1")).run()
+    cli = [sys.executable, "-m", "hyperframes", "pack", str(clip)]
+    done = subprocess.run([*cli, str(tmp_path / "w.hfs"), "--intra", "webp", "--json"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert json.loads(done.stdout)["raw_bytes"] == 24 * 48 * 64 * 3  # WebP stores RGB
+    done = subprocess.run([*cli, str(tmp_path / "n.hfs"), "--intra", "webp", "--pix-fmt",
+                           "native"], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 1 and "drop --pix-fmt native" in done.stderr
+
+
 def test_no_frame_of_any_group_length_needs_more_than_six_records() -> None:
     from hyperframes.hyper._planes import reference
 
