@@ -56,14 +56,27 @@ def pyav_times(path: Path) -> list[float]:
         return [frame.time for frame in container.decode(video=0)]
 
 
-def corrupt_copy(path: Path, out: Path, *, spans: int = 1) -> Path:
-    """``path`` with 50 bytes flipped in the middle (and at ``spans - 1`` more places
-    after it, 4 KiB apart: a single span is sometimes concealed without a flag)."""
-    data = bytearray(path.read_bytes())
-    for k in range(spans):
-        at = len(data) // 2 + k * 4096
-        data[at : at + 50] = bytes(b ^ 0xFF for b in data[at : at + 50])
-    out.write_bytes(bytes(data))
+def corrupt_copy(path: Path, out: Path, *, packets: tuple[int, ...] = (20, 21, 22)) -> Path:
+    """``path`` remuxed with every byte but the first 16 of the given packets flipped.
+
+    Damaging whole packets (not bytes at file offsets, which may land where the decoder
+    conceals the damage without a flag) makes the decoder see broken frames every time.
+    """
+    with av.open(str(path)) as source, av.open(str(out), "w") as target:
+        stream = target.add_stream_from_template(source.streams.video[0])
+        for k, packet in enumerate(p for p in source.demux(video=0) if p.size):
+            if k in packets:
+                data = bytes(packet)
+                damaged = av.Packet(data[:16] + bytes(b ^ 0xFF for b in data[16:]))
+                damaged.pts, damaged.dts, damaged.time_base = (
+                    packet.pts,
+                    packet.dts,
+                    packet.time_base,
+                )
+                damaged.is_keyframe = packet.is_keyframe
+                packet = damaged
+            packet.stream = stream
+            target.mux(packet)
     return out
 
 
@@ -200,7 +213,7 @@ def test_corrupt_frame_fails_with_its_index_or_is_skipped(tmp_path, synthetic_mp
         tmp_path / "noisy.mp4",
         np.random.default_rng(0).integers(0, 256, (40, 48, 64, 3), dtype=np.uint8),
     )
-    damaged = corrupt_copy(noisy, tmp_path / "damaged.mp4", spans=4)
+    damaged = corrupt_copy(noisy, tmp_path / "damaged.mp4")
     # one decoding thread: with frame threads, which frame FFmpeg flags can vary run to run
     with pytest.raises(CorruptFrame) as caught:
         read_all(VideoSource(damaged, threads=False))
