@@ -10,12 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import av
+import cv2
 import numpy as np
 import pytest
 
 from hyperframes.errors import CorruptFrame, FrameError, MediaError
 from hyperframes.frames import FrameSpec
 from hyperframes.io import video as video_module
+from hyperframes.io import video_sink as video_sink_module
 from hyperframes.io.probe import probe
 from hyperframes.io.video import VideoSource
 from hyperframes.io.video_sink import VideoSink
@@ -268,6 +270,31 @@ def test_x264_uses_frame_threads_and_keeps_every_frame_in_order(tmp_path, make_f
     back = read_frames(VideoSource(path)).astype(np.float32)
     errors = ((back[:, None] - frames[None].astype(np.float32)) ** 2).mean(axis=(2, 3, 4))
     np.testing.assert_array_equal(errors.argmin(axis=1), np.arange(60))  # each is itself
+
+
+@pytest.mark.parametrize("planar", [False, True], ids=["rgb24", "yuv420p"])
+def test_x264_is_handed_the_slot_and_a_reused_slot_changes_nothing(
+    tmp_path, make_frames, monkeypatch, planar
+):
+    """libx264 gets a view of the batch, not a copy: it must be done with each frame when
+    ``write`` returns, since the engine refills the same slot with the next batch."""
+    frames = make_frames(48, 192, 256)
+    if planar:
+        frames = np.stack([cv2.cvtColor(f, cv2.COLOR_RGB2YUV_I420) for f in frames])
+
+    def encode(name: str) -> np.ndarray:
+        sink = VideoSink(tmp_path / name, input_pix_fmt="yuv420p" if planar else None)
+        sink.open(FrameSpec(frames.shape[1:]), {"rate": "25"})
+        slot = np.empty_like(frames[:8])
+        for start in range(0, len(frames), 8):
+            slot[:] = frames[start : start + 8]  # one slot, refilled as the engine does
+            sink.write(slot, np.arange(start, start + 8), {})
+        slot[:] = 0  # the next run's batch lands in the slot
+        return read_frames(VideoSource(sink.close(ok=True)))
+
+    viewed = encode("view.mp4")
+    monkeypatch.setattr(video_sink_module, "_COPIES_INPUT", frozenset())
+    np.testing.assert_array_equal(viewed, encode("copied.mp4"))
 
 
 def test_x264_thread_options_still_win(tmp_path, make_frames):
