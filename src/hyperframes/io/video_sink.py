@@ -34,8 +34,7 @@ _FFV1_FORMATS = {1: "gray", 3: "bgr0", 4: "bgra"}
 #: Encoders that run their own threads and choose slices over frame threads when told
 #: ``thread_type="SLICE"``, PyAV's default; FFmpeg's default (``"AUTO"``) gets frame threads.
 _FRAME_THREADED = frozenset({"libx264"})
-#: Encoders that copy a frame's pixels before ``encode`` returns (x264 does): they get a
-#: view of the batch, not a copy of each frame (at 1080p: 60 % fewer page faults).
+#: Encoders that copy their input in ``encode`` (x264): given views, not per-frame copies.
 _COPIES_INPUT = frozenset({"libx264"})
 
 
