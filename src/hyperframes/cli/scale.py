@@ -10,6 +10,7 @@ through ``--ray-address``: by default a local Ray is started (or the cluster nam
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 from ..executors import Executor, get_executor
 
 EXECUTORS = ("threads", "processes", "ray")
+QUIET = {"logging_level": logging.WARNING}
+"""``ray.init`` options of the commands: Ray's INFO lines stay off the terminal."""
 
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +70,7 @@ def executor_for(args: argparse.Namespace) -> str | Executor:
     if address is not None and name != "ray":
         raise ValueError("--ray-address names a Ray cluster; add --executor ray to use it")
     if name == "ray":
-        return get_executor("ray", address=address)
+        return get_executor("ray", address=address, **QUIET)
     return name
 
 
@@ -82,7 +85,7 @@ def ray_for_chunks(args: argparse.Namespace) -> Executor:
             f"--chunks runs segments as Ray tasks; drop --executor {args.executor} "
             "(or pass --executor ray)"
         )
-    return get_executor("ray", address=getattr(args, "ray_address", None))
+    return get_executor("ray", address=getattr(args, "ray_address", None), **QUIET)
 
 
 def ship_module_of(fn: Any, executor: Any) -> None:
