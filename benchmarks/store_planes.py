@@ -16,12 +16,18 @@ freshly opened store with its caches off (``hot_bytes=0, warm_bytes=0``; every r
 decodes) and on an open FFV1 file. Bit-exact: every stored frame read back as planes
 equals the decoder's.
 
+Beside wall time, the process's CPU time (all threads) per packed frame and per read: on
+a shared machine the wall-time ratios move with other jobs' load (the store packs groups
+on 2 threads and decodes FFV1 slices on 2; the FFV1 anchors use one core), the CPU ratios
+much less. ``--golomb`` adds a what-if store whose FFV1 records use FFV1's Golomb-Rice
+coder (FFmpeg's default, the anchors' coder) instead of the range coder.
+
 Clips: bikes, goldeneye-vfr-drop3, bigbuckbunny, testvideo (PySceneDetect's resources,
 skipped when absent: ``HF_SCENE_RESOURCES`` or ``/work/shared/pyscenedetect_resources``),
 and two made here from bigbuckbunny: a 1080p upscale and a 640x360 one with film grain
 (Gaussian noise, sigma 6 on Y and 3 on chroma), both x264 crf 8.
 
-Run: ``python benchmarks/store_planes.py [--frames N] [--reads 20] [--clips a,b]``.
+Run: ``python benchmarks/store_planes.py [--frames N] [--reads 20] [--clips a,b] [--golomb]``.
 
 Targets (issue 18): size / FFV1 <= 1.0 on every clip; random access <= 0.5x FFV1 g=1 on
 the median clip and <= 1.0x on every clip; pack fps >= FFV1's; planes bit-exact.
@@ -43,6 +49,7 @@ import av
 import numpy as np
 
 from hyperframes import Pipeline
+from hyperframes.hyper import _planes
 from hyperframes.io.arrays import ArraySource
 from hyperframes.io.layouts import Layout, to_rgb
 from hyperframes.io.video import VideoSource
@@ -95,23 +102,29 @@ def load(path: Path, count: int) -> tuple[np.ndarray, dict]:
     return out[:n], dict(source.info)
 
 
-def pack_store(intra: str) -> Callable[..., tuple]:
+def pack_store(intra: str, ffv1_options: dict[str, str] | None = None) -> Callable[..., tuple]:
     def run(
         frames: np.ndarray, info: dict, folder: Path
-    ) -> tuple[float, int, Reader, Callable[[], None]]:
+    ) -> tuple[float, float, int, Reader, Callable[[], None]]:
         path = folder / "clip.hfs"
         source = ArraySource(frames)
         source.info.update(info, frames=len(frames))
-        t = time.perf_counter()
-        sink = StoreSink(path, intra=intra)
-        Pipeline.from_source(source, batch_size=16).group().to(sink).run()
-        wall = time.perf_counter() - t
+        kept = _planes.FFV1_OPTIONS
+        if ffv1_options is not None:  # a what-if: other FFV1 settings for the records
+            _planes.FFV1_OPTIONS = ffv1_options
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            sink = StoreSink(path, intra=intra)
+            Pipeline.from_source(source, batch_size=16).group().to(sink).run()
+        finally:
+            _planes.FFV1_OPTIONS = kept
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
         size = (path / "data.mdb").stat().st_size
         store = FrameStore(path, hot_bytes=0, warm_bytes=0, read_ahead=False)
         with FrameStore(path, pix_fmt="native", hot_bytes=0, read_ahead=False) as planes:
             exact = np.array_equal(planes[:], frames)
         run.exact = exact  # type: ignore[attr-defined]
-        return wall, size, store.get_frame_at, store.close
+        return wall, cpu, size, store.get_frame_at, store.close
 
     return run
 
@@ -119,11 +132,11 @@ def pack_store(intra: str) -> Callable[..., tuple]:
 def pack_ffv1(options: dict[str, str]) -> Callable[..., tuple]:
     def run(
         frames: np.ndarray, info: dict, folder: Path
-    ) -> tuple[float, int, Reader, Callable[[], None]]:
+    ) -> tuple[float, float, int, Reader, Callable[[], None]]:
         layout = Layout.of(info["layout"], info["width"], info["height"])
         tags = {k: info[k] for k in ("colorspace", "color_range") if k in info}
         path = folder / f"ffv1-{len(options)}.mkv"
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         with av.open(str(path), "w") as container:
             stream = container.add_stream("ffv1", rate=25)
             stream.width, stream.height, stream.pix_fmt = layout.width, layout.height, "yuv420p"
@@ -133,7 +146,7 @@ def pack_ffv1(options: dict[str, str]) -> Callable[..., tuple]:
                 video_frame.pts = i
                 container.mux(stream.encode(video_frame))
             container.mux(stream.encode(None))
-        wall = time.perf_counter() - t
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
         container = av.open(str(path))
         vstream = container.streams.video[0]
         scratch = np.empty(layout.shape, layout.dtype)
@@ -148,7 +161,7 @@ def pack_ffv1(options: dict[str, str]) -> Callable[..., tuple]:
             raise RuntimeError(f"frame {i} not found")
 
         run.exact = True  # type: ignore[attr-defined]
-        return wall, path.stat().st_size, read, container.close
+        return wall, cpu, path.stat().st_size, read, container.close
 
     return run
 
@@ -167,18 +180,21 @@ def measure(frames: np.ndarray, info: dict, reads: int, seed: int) -> dict[str, 
     out: dict[str, dict[str, float]] = {}
     for name, method in METHODS.items():
         with tempfile.TemporaryDirectory() as tmp:
-            wall, size, read, close = method(frames, info, Path(tmp))
-            times = []
+            wall, cpu, size, read, close = method(frames, info, Path(tmp))
+            times, cpus = [], []
             try:
                 for i in picks:
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.process_time()
                     read(i)
                     times.append(time.perf_counter() - t)
+                    cpus.append(time.process_time() - c)
             finally:
                 close()
         out[name] = {
             "size": size,
             "pack_fps": len(frames) / wall,
+            "pack_cpu": cpu / len(frames),
+            "cpu_ms": 1e3 * statistics.median(cpus),
             "median_ms": 1e3 * statistics.median(times),
             "max_ms": 1e3 * max(times),
             "exact": float(method.exact),  # type: ignore[attr-defined]
@@ -205,8 +221,15 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=None, help="cap frames per clip")
     parser.add_argument("--reads", type=int, default=20, help="random reads per method")
     parser.add_argument("--clips", default=None, help="comma-separated clip names")
+    parser.add_argument(
+        "--golomb", action="store_true",
+        help="also a what-if store whose FFV1 records use FFV1's Golomb-Rice coder",
+    )  # fmt: skip
     args = parser.parse_args()
-    rows: list[tuple[str, str, float, float, float, float, bool]] = []
+    if args.golomb:
+        METHODS["store ffv1 golomb"] = pack_store("ffv1", dict(_planes.FFV1_OPTIONS, coder="0"))
+    stores = [m for m in METHODS if m.startswith("store")]
+    rows: list[tuple] = []
     with tempfile.TemporaryDirectory() as tmp:
         chosen = clips(Path(tmp), args.frames)
         if args.clips:
@@ -215,35 +238,39 @@ def main() -> int:
             frames, info = load(path, count)
             w, h = info["width"], info["height"]
             print(f"\n{name}: {len(frames)} frames {w}x{h} {info['layout']}")
-            print(f"{'method':<16}{'MB':>8}{'pack fps':>10}{'RA med ms':>11}{'RA max':>9}"
-                  f"{'exact':>7}")  # fmt: skip
+            print(f"{'method':<18}{'MB':>8}{'pack fps':>10}{'pack CPU ms':>13}{'RA med ms':>11}"
+                  f"{'RA CPU ms':>11}{'RA max':>9}{'exact':>7}")  # fmt: skip
             r = measure(frames, info, args.reads, seed=len(frames))
             for method, m in r.items():
-                print(f"{method:<16}{m['size'] / 1e6:>8.2f}{m['pack_fps']:>10.1f}"
-                      f"{m['median_ms']:>11.2f}{m['max_ms']:>9.2f}"
-                      f"{'yes' if m['exact'] else 'NO':>7}")  # fmt: skip
+                print(f"{method:<18}{m['size'] / 1e6:>8.2f}{m['pack_fps']:>10.1f}"
+                      f"{1e3 * m['pack_cpu']:>13.2f}{m['median_ms']:>11.2f}{m['cpu_ms']:>11.2f}"
+                      f"{m['max_ms']:>9.2f}{'yes' if m['exact'] else 'NO':>7}")  # fmt: skip
             f, g1 = r["ffv1"], r["ffv1 g=1"]
-            for store in ("store gradient", "store ffv1"):
+            for store in stores:
                 s = r[store]
                 rows.append((
                     name, store, s["size"] / f["size"], s["median_ms"], g1["median_ms"],
-                    s["pack_fps"] / f["pack_fps"], bool(s["exact"]),
+                    s["cpu_ms"] / g1["cpu_ms"], s["pack_fps"] / f["pack_fps"],
+                    f["pack_cpu"] / s["pack_cpu"], bool(s["exact"]),
                 ))  # fmt: skip
-    print("\n| clip | store | size / FFV1 | RA ms store vs FFV1 g=1 (ratio) | pack fps / FFV1 "
-          "| planes exact |")  # fmt: skip
-    print("|---|---|---:|---|---:|---|")
-    for name, store, size, ra, ra1, fps, exact in rows:
-        print(f"| {name} | {store} | {size:.2f} | {ra:.2f} vs {ra1:.2f} ({ra / ra1:.2f}) | "
-              f"{fps:.2f} | {'yes' if exact else 'NO'} |")  # fmt: skip
-    for store in ("store gradient", "store ffv1"):
+    print("\n| clip | store | size / FFV1 | RA ms store vs FFV1 g=1 (ratio) | RA CPU ratio "
+          "| pack fps / FFV1 | pack CPU, FFV1 / store | planes exact |")  # fmt: skip
+    print("|---|---|---:|---|---:|---:|---:|---|")
+    for name, store, size, ra, ra1, ra_cpu, fps, pack_cpu, exact in rows:
+        print(f"| {name} | {store.removeprefix('store ')} | {size:.2f} | {ra:.2f} vs {ra1:.2f} "
+              f"({ra / ra1:.2f}) | {ra_cpu:.2f} | {fps:.2f} | {pack_cpu:.2f} | "
+              f"{'yes' if exact else 'NO'} |")  # fmt: skip
+    for store in stores:
         mine = [r for r in rows if r[1] == store]
         ratios = sorted(r[3] / r[4] for r in mine)
         print(f"\n{store}: size <= 1.0 on every clip: {all(r[2] <= 1.0 for r in mine)} "
               f"(max {max(r[2] for r in mine):.2f}); RA median clip "
               f"{statistics.median(ratios):.2f}x (target <= 0.5), worst {ratios[-1]:.2f}x "
-              f"(target <= 1.0); pack fps >= FFV1 on every clip: "
-              f"{all(r[5] >= 1.0 for r in mine)} (min {min(r[5] for r in mine):.2f}); "
-              f"exact: {all(r[6] for r in mine)}")  # fmt: skip
+              f"(target <= 1.0; CPU ratios {min(r[5] for r in mine):.2f}-"
+              f"{max(r[5] for r in mine):.2f}); pack fps >= FFV1 on every clip: "
+              f"{all(r[6] >= 1.0 for r in mine)} (min {min(r[6] for r in mine):.2f}; CPU "
+              f"FFV1/store min {min(r[7] for r in mine):.2f}); "
+              f"exact: {all(r[8] for r in mine)}")  # fmt: skip
     return 0
 
 

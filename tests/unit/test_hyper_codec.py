@@ -425,3 +425,68 @@ def test_banded_decoding_works_in_a_forked_child() -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "1: a wrong frame, 2: decoding raised"
+
+
+def _planar_clip(n: int = 10, h: int = 48, w: int = 64, moving: bool = True) -> np.ndarray:
+    """``n`` yuv420p frames (flat planes): smooth gradients with noise, shifting if
+    ``moving``."""
+    rng = np.random.default_rng(18)
+    yy, xx = np.mgrid[0:h, 0:w]
+    out = []
+    for i in range(n):
+        shift = 3 * i if moving else 0
+        y = (yy * 2 + (xx + shift) * 3) % 256 + rng.integers(0, 6, (h, w))
+        c = (yy[: h // 2, : w // 2] + shift) % 256
+        out.append(np.concatenate([y.ravel(), c.ravel(), (255 - c).ravel()]).astype(np.uint8))
+    return np.stack(out)
+
+
+PLANES_420 = [(48, 64), (24, 32), (24, 32)]
+
+
+def test_delta_probe_keeps_deltas_of_similar_frames_and_skips_unrelated_ones() -> None:
+    from hyperframes.hyper._planes import delta_may_pay
+
+    frames = _planar_clip(2, moving=False)
+    noise = np.random.default_rng(3).integers(0, 256, frames[0].shape, dtype=np.uint8)
+    assert delta_may_pay(frames[1], frames[0], PLANES_420[0], 1.2)
+    assert not delta_may_pay(frames[1], noise, PLANES_420[0], 1.2)
+    assert delta_may_pay(frames[1], noise, (8, 64), 1.2)  # too few rows to judge: try it
+
+
+@pytest.mark.parametrize("intra", ["gradient", "ffv1"])
+def test_planar_groups_round_trip_whatever_the_probe_decides(intra: str) -> None:
+    frames = _planar_clip(12)
+    frames[7] = np.random.default_rng(4).integers(0, 256, frames[7].shape, dtype=np.uint8)
+    frames[8] = frames[6]  # a copy two frames apart
+    group = encode_group(frames, planes=PLANES_420, intra=intra, pix_fmt="yuv420p")
+    assert _same_bits(decode_group(group.data), frames)
+    for i in (7, 0, 11, 8):
+        assert _same_bits(decode_frame(group.data, i), frames[i])
+
+
+def test_ffv1_intra_keeps_the_gradient_on_near_flat_frames() -> None:
+    flat = np.full((3, 48 * 64 + 2 * 24 * 32), 16, np.uint8)
+    flat[:, :64] = np.arange(64)  # a ramp: the gradient codes it to almost nothing
+    group = encode_group(flat, planes=PLANES_420, intra="ffv1", pix_fmt="yuv420p")
+    head = fmt.parse_header(memoryview(group.data))
+    assert head.predictor == "ffv1"
+    assert [r.parts != () for r in head.records if r.kind == "raw"] == [True]  # gradient
+    assert _same_bits(decode_group(group.data), flat)
+
+
+def test_ffv1_records_of_earlier_coder_settings_still_decode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Records written with other FFV1 options (the range coder with FFmpeg's own slice
+    count, as stores written before four slices were set; Golomb-Rice) decode: each
+    group's coder configuration travels in its header."""
+    from hyperframes.hyper import _planes
+
+    frames = _planar_clip(6)
+    for options in ({"g": "1", "level": "3", "coder": "1"}, {"g": "1", "level": "3"}):
+        monkeypatch.setattr(_planes, "FFV1_OPTIONS", options)
+        data = encode_group(frames, planes=PLANES_420, intra="ffv1", pix_fmt="yuv420p").data
+        monkeypatch.undo()
+        assert _same_bits(decode_group(data), frames)
+        assert _same_bits(decode_frame(data, 5), frames[5])

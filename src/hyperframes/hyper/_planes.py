@@ -16,7 +16,8 @@ Records:
   several threads, and the range coder with its state table, 2-12 % smaller than FFV1's
   default Golomb-Rice coder and 1.4-1.7x slower to decode; ``"pix_fmt"`` names the
   planes' format, ``"extradata"`` holds the coder's configuration), unless the gradient
-  record is smaller;
+  record is smaller (tried on a group's first frame coded alone, and after it only where
+  it came close: :data:`GRADIENT_TRY`);
 - delta: per segment, the difference modulo ``2**bits`` to the reference, one zstd frame;
 - copy: the reference's samples.
 
@@ -29,7 +30,9 @@ at most 6 records whatever the group's length (the ``"auto"`` chain needs up to
 against that chain: 3.1 % on testvideo (the end anchors of its 60-frame groups), 0.0 % on
 bigbuckbunny and bikes; deltas straight to the nearest anchor (at most 3 records) cost
 23 %, 6 % and 0.3 % (testvideo, bigbuckbunny, bikes). A delta that codes larger than the
-frame alone is replaced by the frame alone.
+frame alone is replaced by the frame alone; one whose residual, sampled on a few luma
+rows, promises clearly more bits than the gradient's is not coded at all
+(:func:`delta_may_pay`).
 
 Example:
     >>> segs = segments([(4, 8), (2, 4), (2, 4)], luma_bands=2)
@@ -64,9 +67,11 @@ MAX_LUMA_SEGMENTS = 4
 """The luma plane of a frame is cut into at most this many row bands..."""
 SEGMENT_SAMPLES = 192 << 10
 """...one per this many luma samples."""
-FFV1_OPTIONS = {"g": "1", "level": "3", "coder": "1"}
-"""Keyframes only (each packet stands alone), version 3 (slices: decoded on several
-threads), the range coder with a state table (the smallest of FFV1's coders)."""
+FFV1_OPTIONS = {"g": "1", "level": "3", "coder": "1", "slices": "4"}
+"""Keyframes only (each packet stands alone), version 3 with 4 slices (decoded on several
+threads; FFmpeg's own count is 9 at 720p, 4 at 640x272: 4 is 0.9 % smaller at 720p), the
+range coder with a state table (the smallest of FFV1's coders: 2-8 % smaller than its
+Golomb-Rice coder, 1.5-1.7x its decode CPU)."""
 FFV1_THREADS = 2
 """Slice threads an FFV1 record decodes on."""
 RAW_WINDOW_LOG = 17
@@ -74,6 +79,21 @@ RAW_WINDOW_LOG = 17
 window: on residuals of bikes, bigbuckbunny and testvideo planes 3.6-6.3 % smaller than at
 level 3 and twice as fast (LZ matches rarely pay on residuals); deltas stay at ``level``
 (level 1 made them 1-2 % larger on two of the three)."""
+GRADIENT_TRY = 16
+"""With ``intra="ffv1"``, the first frame of a group coded alone (its base) is coded both
+ways and the smaller kept; each later one is also coded by the gradient only where the
+last frame coded both ways had a gradient record under :data:`GRADIENT_CLOSE` times its
+FFV1 packet, or where its FFV1 packet is under 1/16 of its samples' bytes (near-flat
+frames). Elsewhere FFV1 is the smaller and the gradient is not computed."""
+GRADIENT_CLOSE = 1.1
+PROBE_EVERY = 8
+"""Deltas are judged before coding on every 8th pair of luma rows..."""
+PROBE_MARGIN = 2.0
+"""...and not coded where their residual costs more than 2x the gradient's (a proxy:
+the mean ``log2(1 + |r|)``; deltas of still regions code far below it, so the margin is
+wide). Against coding every delta: the same sizes on bikes, bigbuckbunny and goldeneye
+(48 frames), +0.14 % on testvideo (240), 1.2-1.7x less CPU to pack moving frames with
+``intra="ffv1"`` (with :data:`GRADIENT_TRY`); a margin of 1.2 cost 12 % on testvideo."""
 FALLBACK_RATIO = 0.8
 """A delta under 0.8x the base's coded size is kept without also trying the frame alone."""
 FFV1_FORMATS = frozenset(
@@ -289,14 +309,21 @@ def encode_planar(
     ffv1 = Ffv1Planes(pix_fmt, planes) if use_ffv1 and pix_fmt else None
     b = 0 if layout == "independent" else n // 2
 
+    both = True  # code frames alone both ways (the first one always)
+
     def raw(i: int) -> tuple[bytes, tuple[int, ...]]:
-        parts = [raw_cctx.compress(_bytes(gradient(_seg(flat[i], s)))) for s in segs]
-        coded = b"".join(parts), tuple(len(p) for p in parts)
+        nonlocal both
+        packet = b""
         if ffv1 is not None:
             packet = ffv1.encode(flat[i])
-            if len(packet) < len(coded[0]):
-                return packet, ()
-        return coded
+            if not both and len(packet) * GRADIENT_TRY > flat[i].nbytes:
+                return packet, ()  # the gradient would not be the smaller
+        parts = [raw_cctx.compress(_bytes(gradient(_seg(flat[i], s)))) for s in segs]
+        coded = b"".join(parts), tuple(len(p) for p in parts)
+        if not packet:
+            return coded
+        both = len(coded[0]) < GRADIENT_CLOSE * len(packet)
+        return (packet, ()) if len(packet) < len(coded[0]) else coded
 
     def delta(i: int, ref: int) -> tuple[bytes, tuple[int, ...]]:
         diff = flat[i] - flat[ref]
@@ -313,6 +340,8 @@ def encode_planar(
             kind, blob = "raw", base_blob
         elif ref >= 0 and np.array_equal(flat[i], flat[ref]):
             kind, blob = "copy", (b"", ())
+        elif ref >= 0 and not delta_may_pay(flat[i], flat[ref], planes[0], PROBE_MARGIN):
+            kind, blob, ref = "raw", raw(i), -1
         elif ref >= 0:
             kind, blob = "delta", delta(i, ref)
             if len(blob[0]) > FALLBACK_RATIO * len(base_blob[0]):
@@ -336,6 +365,30 @@ def encode_planar(
         meta["pix_fmt"] = ffv1.pix_fmt
         meta["extradata"] = ffv1.extradata.hex()
     return meta, records, blobs
+
+
+def _cost(residual: np.ndarray) -> float:
+    """A proxy for a residual's coded bits: the mean of ``log2(1 + |r|)`` (``r`` signed)."""
+    bits = residual.dtype.itemsize * 8
+    r = residual.astype(np.int32)
+    r = np.where(r >= 1 << (bits - 1), r - (1 << bits), r)
+    return float(np.log2(1.0 + np.abs(r)).mean())
+
+
+def delta_may_pay(frame: np.ndarray, ref: np.ndarray, luma: tuple[int, int], margin: float) -> bool:
+    """Whether a delta to ``ref`` may code smaller than ``frame`` alone, judged on every
+    :data:`PROBE_EVERY`-th pair of luma rows: False where the delta's residual costs more
+    than ``margin`` times the gradient's (the frame alone is then coded without also coding
+    the delta)."""
+    h, w = luma
+    if h < 2 * PROBE_EVERY or w < 2:
+        return True
+    y = frame[: h * w].reshape(h, w)
+    rows = y[PROBE_EVERY::PROBE_EVERY]
+    above = y[PROBE_EVERY - 1 : -1 : PROBE_EVERY][: len(rows)]
+    intra = rows[:, 1:] - rows[:, :-1] - above[:, 1:] + above[:, :-1]
+    diff = rows - ref[: h * w].reshape(h, w)[PROBE_EVERY::PROBE_EVERY]
+    return _cost(diff) <= margin * _cost(intra)
 
 
 def _seg(frame: np.ndarray, seg: Segment) -> np.ndarray:
