@@ -72,8 +72,8 @@ FFV1_OPTIONS = {"g": "1", "level": "3", "coder": "1", "slices": "4"}
 threads; FFmpeg's own count is 9 at 720p, 4 at 640x272: 4 is 0.9 % smaller at 720p), the
 range coder with a state table (the smallest of FFV1's coders: 2-8 % smaller than its
 Golomb-Rice coder, 1.5-1.7x its decode CPU)."""
-FFV1_THREADS = 2
-"""Slice threads an FFV1 record decodes on."""
+FFV1_THREADS = max(1, min(4, os.cpu_count() or 1))
+"""Slice threads an FFV1 record decodes on: one per slice, at most one per core."""
 RAW_WINDOW_LOG = 17
 """Gradient residuals are compressed at zstd level ``level - 2`` (at least 1) with a 128 KiB
 window: on residuals of bikes, bigbuckbunny and testvideo planes 3.6-6.3 % smaller than at
@@ -86,14 +86,15 @@ last frame coded both ways had a gradient record under :data:`GRADIENT_CLOSE` ti
 FFV1 packet, or where its FFV1 packet is under 1/16 of its samples' bytes (near-flat
 frames). Elsewhere FFV1 is the smaller and the gradient is not computed."""
 GRADIENT_CLOSE = 1.1
-PROBE_EVERY = 8
-"""Deltas are judged before coding on every 8th pair of luma rows..."""
-PROBE_MARGIN = 2.0
-"""...and not coded where their residual costs more than 2x the gradient's (a proxy:
-the mean ``log2(1 + |r|)``; deltas of still regions code far below it, so the margin is
-wide). Against coding every delta: the same sizes on bikes, bigbuckbunny and goldeneye
-(48 frames), +0.14 % on testvideo (240), 1.2-1.7x less CPU to pack moving frames with
-``intra="ffv1"`` (with :data:`GRADIENT_TRY`); a margin of 1.2 cost 12 % on testvideo."""
+PROBE_ROWS, PROBE_EVERY = 8, 8
+"""Deltas are judged before coding on bands of 8 luma rows, one in every 8 (1/8 of the
+luma plane, compressed at zstd level 1)..."""
+PROBE_MARGIN = 1.0
+"""...and not coded where the bands' delta is larger than their gradient residual. Against
+coding every delta: the same sizes on bikes, bigbuckbunny and goldeneye (48 frames) and on
+testvideo (240; 0.1 % smaller), in both intra modes; margins up to 1.5 gave the same
+sizes, more slowly. (A cost proxy, the mean ``log2(1 + |r|)``, cost testvideo 12 % at a
+margin of 1.2: still regions code far below it.)"""
 FALLBACK_RATIO = 0.8
 """A delta under 0.8x the base's coded size is kept without also trying the frame alone."""
 FFV1_FORMATS = frozenset(
@@ -201,8 +202,7 @@ class Ffv1Planes:
         self.height, self.width = self.planes[0]
         self.dtype = np.dtype(np.uint8 if "10le" not in self.pix_fmt else "<u2")
         self.extradata = extradata
-        self._encoder: Any = None  # av.VideoCodecContext
-        self._count = 0
+        self._encoder: list[Any] | None = None  # [av.VideoCodecContext, next pts]
 
     def _frame(self, flat: np.ndarray) -> av.VideoFrame:
         frame = av.VideoFrame(self.width, self.height, self.pix_fmt)
@@ -214,18 +214,24 @@ class Ffv1Planes:
         return frame
 
     def encode(self, flat: np.ndarray) -> bytes:
-        if self._encoder is None:
-            enc = av.CodecContext.create("ffv1", "w")
-            enc.width, enc.height, enc.pix_fmt = self.width, self.height, self.pix_fmt
-            enc.time_base = Fraction(1, 25)
-            enc.options = dict(FFV1_OPTIONS)
-            enc.open()
-            self._encoder = enc
-            self.extradata = bytes(enc.extradata or b"")
+        if self._encoder is None:  # this thread's encoder for these planes, kept open
+            key = (self.pix_fmt, self.width, self.height, tuple(sorted(FFV1_OPTIONS.items())))
+            cache = _contexts("encoders")
+            if key not in cache:
+                enc = av.CodecContext.create("ffv1", "w")
+                enc.width, enc.height, enc.pix_fmt = self.width, self.height, self.pix_fmt
+                enc.time_base = Fraction(1, 25)
+                enc.options = dict(FFV1_OPTIONS)
+                enc.open()
+                if len(cache) >= 4:
+                    cache.clear()
+                cache[key] = [enc, 0]  # the encoder, its next pts
+            self._encoder = cache[key]
+            self.extradata = bytes(self._encoder[0].extradata or b"")
         frame = self._frame(flat)
-        frame.pts = self._count
-        self._count += 1
-        packets = self._encoder.encode(frame)
+        frame.pts = self._encoder[1]
+        self._encoder[1] += 1
+        packets = self._encoder[0].encode(frame)
         if len(packets) != 1:  # pragma: no cover - FFV1 has no delay
             raise RuntimeError(f"FFV1 gave {len(packets)} packets for one frame")
         return bytes(packets[0])
@@ -233,7 +239,7 @@ class Ffv1Planes:
     def decode(self, blob: memoryview, out: np.ndarray) -> None:
         """Decode one packet into the flat ``out``; refuse anything but these planes."""
         key = (self.pix_fmt, self.width, self.height, self.extradata)
-        cache = _decoders()
+        cache = _contexts("decoders")
         dec = cache.pop(key, None)
         try:
             if dec is None:
@@ -263,20 +269,22 @@ class Ffv1Planes:
             at += h * w
 
 
-_DECODERS = threading.local()
-"""Each thread's open FFV1 decoders (opening one starts its slice threads)."""
+_CONTEXTS = threading.local()
+"""Each thread's open FFV1 decoders and encoders (opening one starts its slice threads and,
+for the range coder, builds its state tables: 6 ms at 720p, once per group before they
+were kept)."""
 _ORPHANS: list[object] = []
-"""Decoders inherited through ``fork``: never used or freed in the child (freeing one
-would join slice threads that do not exist there)."""
+"""Coders inherited through ``fork``: never used or freed in the child (freeing one would
+join slice threads that do not exist there)."""
 
 
-def _decoders() -> dict[Any, Any]:
-    """This thread's FFV1 decoders, anew in a forked child."""
-    if getattr(_DECODERS, "pid", None) != os.getpid():
-        if hasattr(_DECODERS, "contexts"):
-            _ORPHANS.append(_DECODERS.contexts)
-        _DECODERS.contexts, _DECODERS.pid = {}, os.getpid()
-    contexts: dict[Any, Any] = _DECODERS.contexts
+def _contexts(kind: str) -> dict[Any, Any]:
+    """This thread's FFV1 ``"decoders"`` or ``"encoders"``, anew in a forked child."""
+    if getattr(_CONTEXTS, "pid", None) != os.getpid():
+        if hasattr(_CONTEXTS, "coders"):
+            _ORPHANS.append(_CONTEXTS.coders)
+        _CONTEXTS.coders, _CONTEXTS.pid = {"decoders": {}, "encoders": {}}, os.getpid()
+    contexts: dict[Any, Any] = _CONTEXTS.coders[kind]
     return contexts
 
 
@@ -304,6 +312,7 @@ def encode_planar(
         max(1, level - 2), window_log=RAW_WINDOW_LOG, write_checksum=1, write_content_size=1
     )
     raw_cctx = zstd.ZstdCompressor(compression_params=params)
+    probe = zstd.ZstdCompressor(level=1)
     segs = segments(planes, luma_bands=luma_bands_for(planes))
     use_ffv1 = intra == "ffv1" and pix_fmt is not None and ffv1_format(pix_fmt) in FFV1_FORMATS
     ffv1 = Ffv1Planes(pix_fmt, planes) if use_ffv1 and pix_fmt else None
@@ -340,7 +349,7 @@ def encode_planar(
             kind, blob = "raw", base_blob
         elif ref >= 0 and np.array_equal(flat[i], flat[ref]):
             kind, blob = "copy", (b"", ())
-        elif ref >= 0 and not delta_may_pay(flat[i], flat[ref], planes[0], PROBE_MARGIN):
+        elif ref >= 0 and not delta_may_pay(flat[i], flat[ref], planes[0], probe.compress):
             kind, blob, ref = "raw", raw(i), -1
         elif ref >= 0:
             kind, blob = "delta", delta(i, ref)
@@ -367,28 +376,29 @@ def encode_planar(
     return meta, records, blobs
 
 
-def _cost(residual: np.ndarray) -> float:
-    """A proxy for a residual's coded bits: the mean of ``log2(1 + |r|)`` (``r`` signed)."""
-    bits = residual.dtype.itemsize * 8
-    r = residual.astype(np.int32)
-    r = np.where(r >= 1 << (bits - 1), r - (1 << bits), r)
-    return float(np.log2(1.0 + np.abs(r)).mean())
-
-
-def delta_may_pay(frame: np.ndarray, ref: np.ndarray, luma: tuple[int, int], margin: float) -> bool:
-    """Whether a delta to ``ref`` may code smaller than ``frame`` alone, judged on every
-    :data:`PROBE_EVERY`-th pair of luma rows: False where the delta's residual costs more
-    than ``margin`` times the gradient's (the frame alone is then coded without also coding
-    the delta)."""
+def delta_may_pay(
+    frame: np.ndarray,
+    ref: np.ndarray,
+    luma: tuple[int, int],
+    compress: Callable[[bytes], bytes],
+    margin: float = PROBE_MARGIN,
+) -> bool:
+    """Whether a delta to ``ref`` may code smaller than ``frame`` alone, judged by
+    ``compress`` on bands of :data:`PROBE_ROWS` luma rows, one in every
+    :data:`PROBE_EVERY`: False where the bands' delta codes larger than ``margin`` times
+    their gradient residual (the frame alone is then coded without also coding the delta).
+    """
     h, w = luma
-    if h < 2 * PROBE_EVERY or w < 2:
+    if h < PROBE_ROWS * PROBE_EVERY:
         return True
     y = frame[: h * w].reshape(h, w)
-    rows = y[PROBE_EVERY::PROBE_EVERY]
-    above = y[PROBE_EVERY - 1 : -1 : PROBE_EVERY][: len(rows)]
-    intra = rows[:, 1:] - rows[:, :-1] - above[:, 1:] + above[:, :-1]
-    diff = rows - ref[: h * w].reshape(h, w)[PROBE_EVERY::PROBE_EVERY]
-    return _cost(diff) <= margin * _cost(intra)
+    r = ref[: h * w].reshape(h, w)
+    bands = [
+        slice(a, a + PROBE_ROWS) for a in range(0, h - PROBE_ROWS + 1, PROBE_ROWS * PROBE_EVERY)
+    ]
+    diff = np.concatenate([y[b] - r[b] for b in bands])
+    intra = np.concatenate([gradient(y[b]) for b in bands])
+    return len(compress(_bytes(diff))) <= margin * len(compress(_bytes(intra)))
 
 
 def _seg(frame: np.ndarray, seg: Segment) -> np.ndarray:
