@@ -19,15 +19,16 @@ equals the decoder's.
 Beside wall time, the process's CPU time (all threads) per packed frame and per read: on
 a shared machine the wall-time ratios move with other jobs' load (the store packs groups
 on 2 threads and decodes FFV1 slices on 2; the FFV1 anchors use one core), the CPU ratios
-much less. ``--golomb`` adds a what-if store whose FFV1 records use FFV1's Golomb-Rice
-coder (FFmpeg's default, the anchors' coder) instead of the range coder.
+much less. ``--coders`` adds what-if stores whose FFV1 records all use FFV1's Golomb-Rice
+coder (FFmpeg's default, the anchors' coder) or all its range coder, instead of the
+choice per group.
 
 Clips: bikes, goldeneye-vfr-drop3, bigbuckbunny, testvideo (PySceneDetect's resources,
 skipped when absent: ``HF_SCENE_RESOURCES`` or ``/work/shared/pyscenedetect_resources``),
 and two made here from bigbuckbunny: a 1080p upscale and a 640x360 one with film grain
 (Gaussian noise, sigma 6 on Y and 3 on chroma), both x264 crf 8.
 
-Run: ``python benchmarks/store_planes.py [--frames N] [--reads 20] [--clips a,b] [--golomb]``.
+Run: ``python benchmarks/store_planes.py [--frames N] [--reads 20] [--clips a,b] [--coders]``.
 
 Targets (issue 18): size / FFV1 <= 1.0 on every clip; random access <= 0.5x FFV1 g=1 on
 the median clip and <= 1.0x on every clip; pack fps >= FFV1's; planes bit-exact.
@@ -102,22 +103,23 @@ def load(path: Path, count: int) -> tuple[np.ndarray, dict]:
     return out[:n], dict(source.info)
 
 
-def pack_store(intra: str, ffv1_options: dict[str, str] | None = None) -> Callable[..., tuple]:
+def pack_store(intra: str, patch: dict[str, object] | None = None) -> Callable[..., tuple]:
     def run(
         frames: np.ndarray, info: dict, folder: Path
     ) -> tuple[float, float, int, Reader, Callable[[], None]]:
         path = folder / "clip.hfs"
         source = ArraySource(frames)
         source.info.update(info, frames=len(frames))
-        kept = _planes.FFV1_OPTIONS
-        if ffv1_options is not None:  # a what-if: other FFV1 settings for the records
-            _planes.FFV1_OPTIONS = ffv1_options
+        kept = {k: getattr(_planes, k) for k in patch or {}}
+        for k, v in (patch or {}).items():  # a what-if: other settings of the planar codec
+            setattr(_planes, k, v)
         t, c = time.perf_counter(), time.process_time()
         try:
             sink = StoreSink(path, intra=intra)
             Pipeline.from_source(source, batch_size=16).group().to(sink).run()
         finally:
-            _planes.FFV1_OPTIONS = kept
+            for k, v in kept.items():
+                setattr(_planes, k, v)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         size = (path / "data.mdb").stat().st_size
         store = FrameStore(path, hot_bytes=0, warm_bytes=0, read_ahead=False)
@@ -222,12 +224,13 @@ def main() -> int:
     parser.add_argument("--reads", type=int, default=20, help="random reads per method")
     parser.add_argument("--clips", default=None, help="comma-separated clip names")
     parser.add_argument(
-        "--golomb", action="store_true",
-        help="also a what-if store whose FFV1 records use FFV1's Golomb-Rice coder",
+        "--coders", action="store_true",
+        help="also what-if stores whose FFV1 records all use one coder (golomb, range)",
     )  # fmt: skip
     args = parser.parse_args()
-    if args.golomb:
-        METHODS["store ffv1 golomb"] = pack_store("ffv1", dict(_planes.FFV1_OPTIONS, coder="0"))
+    if args.coders:
+        METHODS["store ffv1 golomb"] = pack_store("ffv1", {"RANGE_GAIN": 2.0})
+        METHODS["store ffv1 range"] = pack_store("ffv1", {"RANGE_GAIN": -1e9})
     stores = [m for m in METHODS if m.startswith("store")]
     rows: list[tuple] = []
     with tempfile.TemporaryDirectory() as tmp:

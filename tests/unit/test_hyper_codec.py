@@ -498,3 +498,19 @@ def test_ffv1_records_of_earlier_coder_settings_still_decode(
         monkeypatch.undo()
         assert _same_bits(decode_group(data), frames)
         assert _same_bits(decode_frame(data, 5), frames[5])
+
+
+def test_ffv1_groups_take_either_coder_and_decode(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hyperframes.hyper import _planes
+
+    frames = _planar_clip(5, h=96)
+    planes = [(96, 64), (48, 32), (48, 32)]
+    extradata = set()
+    for gain in (2.0, -1e9):  # never the range coder; always
+        monkeypatch.setattr(_planes, "RANGE_GAIN", gain)
+        data = encode_group(frames, planes=planes, intra="ffv1", pix_fmt="yuv420p").data
+        head = fmt.parse_header(memoryview(data))
+        assert head.predictor == "ffv1" and any(r.parts == () for r in head.records)
+        extradata.add(head.extradata)
+        assert _same_bits(decode_group(data), frames)
+    assert len(extradata) == 2

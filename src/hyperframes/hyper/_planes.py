@@ -67,11 +67,16 @@ MAX_LUMA_SEGMENTS = 4
 """The luma plane of a frame is cut into at most this many row bands..."""
 SEGMENT_SAMPLES = 192 << 10
 """...one per this many luma samples."""
-FFV1_OPTIONS = {"g": "1", "level": "3", "coder": "1", "slices": "4"}
+FFV1_OPTIONS = {"g": "1", "level": "3", "slices": "4"}
 """Keyframes only (each packet stands alone), version 3 with 4 slices (decoded on several
-threads; FFmpeg's own count is 9 at 720p, 4 at 640x272: 4 is 0.9 % smaller at 720p), the
-range coder with a state table (the smallest of FFV1's coders: 2-8 % smaller than its
-Golomb-Rice coder, 1.5-1.7x its decode CPU)."""
+threads; FFmpeg's own count is 9 at 720p, 4 at 640x272: 4 is 0.9 % smaller at 720p), and
+FFmpeg's default coder (Golomb-Rice), or with :data:`FFV1_RANGE` the range coder."""
+FFV1_RANGE = {"coder": "1"}
+"""The range coder with a state table: 2-9 % smaller than Golomb-Rice on most video (larger
+on film grain), at 1.5-1.7x its CPU to decode and to encode."""
+RANGE_GAIN = 0.05
+"""A group's FFV1 records use the range coder where, on the group's first frame coded
+alone (coded with both), it is at least 5 % smaller than Golomb-Rice; else Golomb-Rice."""
 FFV1_THREADS = max(1, min(4, os.cpu_count() or 1))
 """Slice threads an FFV1 record decodes on: one per slice, at most one per core."""
 RAW_WINDOW_LOG = 17
@@ -196,8 +201,13 @@ class Ffv1Planes:
     """Planar frames to FFV1 keyframe packets and back, through PyAV (one encoder each)."""
 
     def __init__(
-        self, pix_fmt: str, planes: Sequence[tuple[int, int]], extradata: bytes = b""
+        self,
+        pix_fmt: str,
+        planes: Sequence[tuple[int, int]],
+        extradata: bytes = b"",
+        options: dict[str, str] | None = None,
     ) -> None:
+        self.options = dict(FFV1_OPTIONS if options is None else options)
         self.pix_fmt, self.planes = ffv1_format(pix_fmt), [tuple(p) for p in planes]
         self.height, self.width = self.planes[0]
         self.dtype = np.dtype(np.uint8 if "10le" not in self.pix_fmt else "<u2")
@@ -215,13 +225,13 @@ class Ffv1Planes:
 
     def encode(self, flat: np.ndarray) -> bytes:
         if self._encoder is None:  # this thread's encoder for these planes, kept open
-            key = (self.pix_fmt, self.width, self.height, tuple(sorted(FFV1_OPTIONS.items())))
+            key = (self.pix_fmt, self.width, self.height, tuple(sorted(self.options.items())))
             cache = _contexts("encoders")
             if key not in cache:
                 enc = av.CodecContext.create("ffv1", "w")
                 enc.width, enc.height, enc.pix_fmt = self.width, self.height, self.pix_fmt
                 enc.time_base = Fraction(1, 25)
-                enc.options = dict(FFV1_OPTIONS)
+                enc.options = dict(self.options)
                 enc.open()
                 if len(cache) >= 4:
                     cache.clear()
@@ -316,15 +326,23 @@ def encode_planar(
     segs = segments(planes, luma_bands=luma_bands_for(planes))
     use_ffv1 = intra == "ffv1" and pix_fmt is not None and ffv1_format(pix_fmt) in FFV1_FORMATS
     ffv1 = Ffv1Planes(pix_fmt, planes) if use_ffv1 and pix_fmt else None
+    ranged = (
+        Ffv1Planes(pix_fmt, planes, options=FFV1_OPTIONS | FFV1_RANGE) if ffv1 and pix_fmt else None
+    )
     b = 0 if layout == "independent" else n // 2
 
     both = True  # code frames alone both ways (the first one always)
 
     def raw(i: int) -> tuple[bytes, tuple[int, ...]]:
-        nonlocal both
+        nonlocal both, ffv1, ranged
         packet = b""
         if ffv1 is not None:
             packet = ffv1.encode(flat[i])
+            if ranged is not None:  # the group's first: which FFV1 coder
+                other = ranged.encode(flat[i])
+                if len(other) <= (1 - RANGE_GAIN) * len(packet):
+                    ffv1, packet = ranged, other
+                ranged = None
             if not both and len(packet) * GRADIENT_TRY > flat[i].nbytes:
                 return packet, ()  # the gradient would not be the smaller
         parts = [raw_cctx.compress(_bytes(gradient(_seg(flat[i], s)))) for s in segs]
