@@ -51,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--intra", choices=("gradient", "webp", "ffv1"), default="gradient",
         help="how frames stored whole are coded: gradient (fast) or webp (RGB stores: "
         "lossless WebP, 16-25%% smaller, 7-20x slower to pack) or ffv1 (stores of planes: "
-        "FFV1 keyframes, about FFV1's size, random access about FFV1's)",
+        "FFV1 keyframes, 0.88-1.01x FFV1's size on moving video, a random frame 1.0-1.6x "
+        "FFV1's CPU)",
     )  # fmt: skip
     p.add_argument(
         "--pix-fmt", choices=("native", "rgb24"), default=None,

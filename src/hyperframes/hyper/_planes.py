@@ -12,12 +12,13 @@ Records:
 - raw, ``"predictor": "gradient"``: per segment, the 2-D gradient residual (value - left -
   up + up-left, modulo ``2**bits``), byte planes apart, one zstd frame each;
 - raw, ``"predictor": "ffv1"``: the whole frame as one FFV1 keyframe packet (FFmpeg's
-  context-modelled coder, through PyAV: version 3 with slices, so that it decodes on
-  several threads, and the range coder with its state table, 2-12 % smaller than FFV1's
-  default Golomb-Rice coder and 1.4-1.7x slower to decode; ``"pix_fmt"`` names the
-  planes' format, ``"extradata"`` holds the coder's configuration), unless the gradient
-  record is smaller (tried on a group's first frame coded alone, and after it only where
-  it came close: :data:`GRADIENT_TRY`);
+  context-modelled coder, through PyAV: version 3 with 4 slices, so that it decodes on
+  several threads; ``"pix_fmt"`` names the planes' format, ``"extradata"`` holds the
+  coder's configuration). Each group uses FFV1's Golomb-Rice coder (FFmpeg's default), or
+  its range coder where that is at least 5 % smaller on the group's first frame coded
+  alone (:data:`RANGE_GAIN`; the range coder takes 1.5-1.7x the CPU to decode). The
+  gradient record is kept instead where it is smaller (tried on that first frame, and
+  after it only where it came close: :data:`GRADIENT_TRY`);
 - delta: per segment, the difference modulo ``2**bits`` to the reference, one zstd frame;
 - copy: the reference's samples.
 

@@ -73,8 +73,9 @@ class StoreWriter:
             ``"webp"`` (lossless WebP: 16-25 % smaller stores, 7-20x slower to
             pack; lossless uint8 RGB only, other frames use the gradient) or ``"ffv1"``
             (stores of a video's planes: FFV1 keyframes where smaller than the gradient;
-            0.91-0.95x FFV1's size on moving clips, 1.7-3x FFV1's random-access time;
-            other frames use the gradient).
+            0.88-1.01x the size of FFV1 on the same planes of moving video, reading a
+            random frame 1.0-1.6x the CPU of FFV1's, packing 1.4-2x its CPU; other
+            frames use the gradient).
         grouping: the grouping options, recorded in the header.
         workers: encoding threads (zstd releases the GIL).
         pending_bytes: the most bytes of queued groups' frames the writer holds while they
