@@ -127,8 +127,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     if Path(args.input).resolve() == Path(args.output).resolve():
         raise ValueError("the output is the input; write to another path")
 
-    probe_source = VideoSource(args.input, start=args.start, stop=args.stop)
-    planar = planar_path(args, probe_source)
+    planar = planar_path(args, probe(args.input))
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
     if getattr(args, "chunks", None) is not None:  # demo's runs have no --chunks
         return transcode_chunked(args, pix_fmt)
@@ -141,12 +140,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
             pix_fmt=pix_fmt, size=args.size,
         )  # fmt: skip
 
-    if args.loop > 1:
-        source: VideoSource | Looped = Looped(make, times=args.loop)
-    elif planar or args.on_corrupt != "fail" or args.size:
-        source = make()
-    else:
-        source = probe_source  # already open for the same frames: no second probe
+    source: VideoSource | Looped = Looped(make, times=args.loop) if args.loop > 1 else make()
     sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None)
     pipeline = Pipeline.from_source(source, batch_size=args.batch_size)
     report, extra = observed_run(args, pipeline.to(sink), "transcode")
@@ -181,14 +175,14 @@ def transcode_chunked(
     return report, extra
 
 
-def planar_path(args: argparse.Namespace, source: VideoSource) -> bool:
+def planar_path(args: argparse.Namespace, facts: dict[str, Any]) -> bool:
     """Whether a transcode can stay in yuv420p from decoder to encoder (no colour conversion):
-    a yuv420p input, a yuv420p encoder, and even sizes throughout."""
-    facts = source.info
+    a yuv420p input (``facts`` as :func:`~hyperframes.io.probe.probe` gives them), a yuv420p
+    encoder, and even sizes throughout."""
     size = args.size or (facts["width"], facts["height"])
     encoded = args.pix_fmt or ("yuv420p" if args.codec != "ffv1" else None)
     return (
-        facts.get("source_pix_fmt") == "yuv420p"
+        facts.get("pix_fmt") == "yuv420p"
         and encoded == "yuv420p"
         and all(v % 2 == 0 for v in (*size, facts["width"], facts["height"]))
     )

@@ -56,3 +56,12 @@ def video_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
         }
     finally:
         container.close()
+
+
+def with_fingerprint(info: dict[str, Any]) -> dict[str, Any]:
+    """A video source's ``info`` with :func:`video_fingerprint` added, for a store to record
+    (computed when a store asks, not by every source that opens a video); other ``info``
+    (images, arrays, a store's own record that has it already) comes back as it is."""
+    if "path" not in info or "codec" not in info or "first_packets" in info:
+        return info
+    return info | video_fingerprint(info["path"])

@@ -56,7 +56,6 @@ import numpy as np
 from ..errors import CorruptFrame, FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Chunk, Source
-from .fingerprint import video_fingerprint
 from .layouts import TAGS, Layout, native_layout
 from .probe import damaged_message, iso_damage, open_video, stream_facts, vfr_suspected
 from .yuv import resize_frame_into
@@ -284,7 +283,6 @@ class VideoSource(Source):
         self.info.update(
             source_pix_fmt=facts["pix_fmt"], frames_estimated=facts["frames_estimated"]
         )
-        self.info.update(video_fingerprint(self.path))  # a resumed pack checks it
         if pix_fmt in ("native", "yuv420p"):  # planes: a store keeps them, with their tags
             self.info.update(tags, layout=self._native.name if self._native else "yuv420p")
         self._container: av.container.InputContainer | None = None

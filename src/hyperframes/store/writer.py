@@ -36,6 +36,7 @@ from ..errors import StoreError
 from ..frames import FrameSpec
 from ..hyper import decode_group, encode_group
 from ..hyper.codec import Intra, Tier
+from ..io.fingerprint import with_fingerprint
 from . import _env
 from . import format as fmt
 
@@ -120,10 +121,11 @@ class StoreWriter:
                 "not both"
             )
         self.path = Path(path)
-        pixels = fmt.pixels_of(spec, dict(info or {}))
+        info = with_fingerprint(dict(info or {}))  # a resumed pack checks the input is the same
+        pixels = fmt.pixels_of(spec, info)
         _check_intra(intra, planes=pixels is not None)
         self.header = fmt.StoreHeader(
-            spec, fmt.json_safe(dict(info or {})), tier, psnr, level, grouping, __version__,
+            spec, fmt.json_safe(info), tier, psnr, level, grouping, __version__,
             intra=intra, pixels=pixels,
         )  # fmt: skip
         self._lock_fd: int | None = None
