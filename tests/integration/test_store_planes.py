@@ -245,6 +245,16 @@ def test_an_intra_coding_that_does_not_apply_is_refused_not_ignored(tmp_path: Pa
     assert done.returncode == 1 and "drop --pix-fmt native" in done.stderr
 
 
+def test_info_gives_the_shape_a_read_gives_and_the_planes_kept(tmp_path: Path) -> None:
+    from hyperframes.store import store_info
+
+    clip = make_clip(tmp_path / "in.mkv", "yuv420p", size=(64, 48))
+    pack(clip, tmp_path / "s.hfs")
+    info = store_info(tmp_path / "s.hfs")
+    assert info["shape"] == [48, 64, 3] and info["dtype"] == "uint8"
+    assert info["stored_as"] == "yuv420p planes, [72, 64] uint8"
+
+
 def test_no_frame_of_any_group_length_needs_more_than_six_records() -> None:
     from hyperframes.hyper._planes import reference
 

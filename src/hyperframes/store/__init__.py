@@ -77,4 +77,11 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             intra=store.header.intra,
             pixels=store.header.pixels,
         )
+        if store.header.pixels is not None:  # planes: what a read gives, and what is kept
+            kept, layout = store.header.spec, store.header.pixels["layout"]
+            info.update(
+                shape=list(store.spec.shape),
+                dtype=str(store.spec.dtype),
+                stored_as=f"{layout} planes, {list(kept.shape)} {kept.dtype}",
+            )
         return info
