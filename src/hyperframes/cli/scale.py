@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..executors import Executor, get_executor
+from .common import positive_int
 
 EXECUTORS = ("threads", "processes", "ray")
 QUIET = {"logging_level": logging.WARNING}
@@ -40,21 +41,11 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
 def add_chunk_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--chunks [N]``."""
     parser.add_argument(
-        "--chunks", type=segment_count, nargs="?", const=0, default=None, metavar="N",
+        "--chunks", type=positive_int, nargs="?", const=0, default=None, metavar="N",
         help="run in N segments as Ray tasks over the cluster, joined by stream copy (no "
         "N: about two per CPU of the cluster); a rerun resumes, redoing only missing "
         "segments",
     )  # fmt: skip
-
-
-def segment_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of segments, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 segment, got {value}")
-    return value
 
 
 def executor_for(args: argparse.Namespace) -> str | Executor:

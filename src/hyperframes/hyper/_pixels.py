@@ -20,7 +20,8 @@ WEBP_MAX_SIDE = 16383
 
 
 def gradient(x: np.ndarray) -> np.ndarray:
-    """The 2-D gradient residual of a uint8 frame (wrapping modulo 256)."""
+    """The 2-D gradient residual of a frame or plane (wrapping modulo ``2**bits`` of its
+    unsigned dtype: 256 for uint8)."""
     r = x.copy()
     r[:, 1:] -= x[:, :-1]
     r[1:] -= x[:-1]

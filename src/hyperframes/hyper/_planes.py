@@ -60,6 +60,7 @@ import zstandard as zstd
 
 from ..errors import StoreCorrupt
 from . import group_header
+from ._pixels import gradient
 from .group_header import Header, Record
 
 ANCHOR_EVERY = 8
@@ -159,15 +160,6 @@ def reference(i: int, b: int, n: int) -> int:
 
 
 # -- prediction -------------------------------------------------------------------------
-
-
-def gradient(x: np.ndarray) -> np.ndarray:
-    """The 2-D gradient residual of one segment (wrapping modulo ``2**bits``)."""
-    r = x.copy()
-    r[:, 1:] -= x[:, :-1]
-    r[1:] -= x[:-1]
-    r[1:, 1:] += x[:-1, :-1]
-    return r
 
 
 def ungradient(r: np.ndarray) -> np.ndarray:
