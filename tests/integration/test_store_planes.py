@@ -16,6 +16,7 @@ import pytest
 
 import hyperframes as hf
 from hyperframes import Pipeline
+from hyperframes.cli import main
 from hyperframes.hyper import decode_frame, decode_group, encode_group, read_group_info
 from hyperframes.io.layouts import NATIVE, Layout
 from hyperframes.io.video import VideoSource
@@ -227,6 +228,39 @@ def test_pack_and_unpack_keep_the_planes(tmp_path: Path) -> None:
     with FrameStore(rgb) as opened, FrameStore(store) as planes:
         assert opened.header.pixels is None and opened.spec == planes.spec
         assert np.array_equal(opened[:], planes[:])
+
+
+@pytest.mark.parametrize(
+    ("pix_fmt", "size"),
+    [(name, (64, 48)) for name in LAYOUTS if name != "yuv420p"] + [("yuv420p10le", (63, 47))],
+)
+def test_unpack_writes_every_layout_as_its_planes(
+    tmp_path: Path, pix_fmt: str, size: tuple[int, int]
+) -> None:
+    """No RGB round trip for any layout (10-bit stays 10-bit), odd sizes too (FFV1), and
+    full-range planes are written as their ``yuv`` twin tagged full range."""
+    clip = make_clip(tmp_path / "in.mkv", pix_fmt, size=size, count=10)
+    store, out = tmp_path / "s.hfs", tmp_path / "out.mkv"
+    assert main(["pack", str(clip), str(store), "--json"]) == 0
+    assert main(["unpack", str(store), str(out)]) == 0
+    want, got = decoded_planes(clip), decoded_planes(out)
+    assert len(got) == len(want) == 10
+    for a, b in zip(got, want, strict=True):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    with av.open(str(out)) as container:
+        frame = next(container.decode(video=0))
+    assert frame.format.name == pix_fmt.replace("yuvj", "yuv")
+    if pix_fmt.startswith("yuvj"):
+        assert frame.color_range == 2  # full range, as the source
+
+
+def test_unpack_to_h264_keeps_the_chroma_layout(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "in.mkv", "yuv422p", count=6)
+    store, out = tmp_path / "s.hfs", tmp_path / "out.mp4"
+    assert main(["pack", str(clip), str(store)]) == 0
+    assert main(["unpack", str(store), str(out), "--codec", "libx264"]) == 0
+    with av.open(str(out)) as container:
+        assert next(container.decode(video=0)).format.name == "yuv422p"  # not 4:2:0 via RGB
 
 
 def test_an_intra_coding_that_does_not_apply_is_refused_not_ignored(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from ..hyper.grouping import GroupingOptions
 from ..io.images import ImageSequenceSink
 from ..io.layouts import NATIVE
 from ..io.video import VideoSource
-from ..io.video_sink import VideoSink
+from ..io.video_sink import VideoSink, encodes_planes
 from ..store import FrameStore, StoreSink, StoreWriter, is_store, store_info
 from ..store.sink import plan_pack
 from ..store.source import StoreSource
@@ -176,19 +176,16 @@ def _print_pack(
 def run_unpack(args: argparse.Namespace) -> int:
     out = Path(args.output)
     video = out.suffix.lower() in VIDEO_SUFFIXES
+    codec = args.codec or "ffv1"
     pixels = store_info(args.store).get("pixels") or {}
-    # even-sized yuv420p planes go to the encoder as they are: no RGB round trip
-    i420 = (
-        video
-        and pixels.get("layout") == "yuv420p"
-        and not (pixels["width"] % 2 or pixels["height"] % 2)
-    )
-    source = StoreSource(args.store, pix_fmt="yuv420p" if i420 else "rgb24")
+    native = video and encodes_planes(codec, pixels.get("layout"), pixels.get("width", 0),
+                                      pixels.get("height", 0))  # fmt: skip
+    source = StoreSource(args.store, pix_fmt="native" if native else "rgb24")
     try:
         if video:
             sink: Any = VideoSink(
-                out, codec=args.codec or "ffv1", overwrite=args.overwrite,
-                input_pix_fmt="yuv420p" if i420 else None,
+                out, codec=codec, overwrite=args.overwrite,
+                input_pix_fmt="native" if native else None,
             )  # fmt: skip
         else:
             sink = ImageSequenceSink(out, overwrite=args.overwrite)

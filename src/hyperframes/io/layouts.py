@@ -145,9 +145,42 @@ def tags_of(frame: av.VideoFrame) -> dict[str, int]:
     return {key: int(getattr(frame, key)) for key in TAGS}
 
 
+def tags_in(info: dict[str, Any]) -> dict[str, int]:
+    """The colour tags a source's ``info`` holds (as :class:`VideoSource` puts them there)."""
+    return {key: info[key] for key in TAGS if isinstance(info.get(key), int)}
+
+
 def native_layout(name: str | None, width: int, height: int) -> Layout | None:
     """The layout for a decoder's pixel format, or ``None`` when it is not kept as planes."""
     return Layout.of(name, width, height) if name in NATIVE else None
+
+
+def layout_for(name: str, spec: FrameSpec, info: dict[str, Any]) -> Layout | None:
+    """The ``name`` layout whose frames have ``spec``, sized by ``info["width"]`` and
+    ``info["height"]``, or (for frames resized on the way, whose shape is 2-D) by the
+    shape; ``None`` where no size fits."""
+    if name not in NATIVE or len(spec.shape) not in (1, 2):
+        return None
+    sizes: list[tuple[Any, Any]] = [(info.get("width"), info.get("height"))]
+    if len(spec.shape) == 2:
+        rows, width = spec.shape
+        sizes += [(width, rows * 2 // 3), (width, rows // 2), (width, rows // 3), (width, rows)]
+    for width, height in sizes:
+        if isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0:
+            layout = Layout.of(name, width, height)
+            if layout.spec == spec:
+                return layout
+    return None
+
+
+def encodable_twin(name: str, formats: set[str]) -> str | None:
+    """The pixel format among ``formats`` (an encoder's) that holds ``name``'s planes as
+    they are: ``name`` itself, or for a full-range ``yuvj`` layout its ``yuv`` twin (then
+    tagged full range); ``None`` where the encoder takes neither."""
+    for candidate in (name, name.replace("yuvj", "yuv")):
+        if candidate in formats:
+            return candidate
+    return None
 
 
 def to_rgb(frame: np.ndarray, layout: Layout, tags: dict[str, Any]) -> np.ndarray:

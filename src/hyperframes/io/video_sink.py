@@ -14,7 +14,7 @@ import contextlib
 import os
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import av
 import av.container
@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Sink
+from .layouts import NATIVE, Layout, encodable_twin, layout_for, tags_in
 from .publish import publish
 from .video import CHANNELS, check_frames, frame_format, i420_spec
 
@@ -57,9 +58,14 @@ class VideoSink(Sink):
         overwrite: replace an existing output; otherwise an existing output is an error
             raised here, before any work.
         options: more encoder options (FFmpeg names, string values); they win over the above.
-        input_pix_fmt: ``"yuv420p"`` when the frames are yuv420p planes
-            (``VideoSource(pix_fmt="yuv420p")``, see :func:`i420_spec`); by default the
-            frames' shape says rgb24, gray or rgba.
+        input_pix_fmt: the frames are a video's planes, written as they are (no colour
+            conversion; the colour tags come from the source's ``info``): ``"yuv420p"``
+            for :func:`i420_spec` frames (``VideoSource(pix_fmt="yuv420p")``), a native
+            layout's name (:data:`~hyperframes.io.layouts.NATIVE`) for frames of that
+            layout, or ``"native"`` for the layout ``info["layout"]`` names
+            (``VideoSource(pix_fmt="native")``, ``StoreSource(pix_fmt="native")``); the
+            encoder gets that pixel format unless ``pix_fmt`` says another. By default
+            the frames' shape says rgb24, gray or rgba.
 
     Raises:
         ValueError: unknown or unavailable codec, or an option the codec does not take.
@@ -71,8 +77,9 @@ class VideoSink(Sink):
         Frames that carry ``meta["pts"]`` keep those timestamps, relative to the first
         frame, in the source's time base when known (variable frame rate survives);
         otherwise frame ``n`` is shown at ``n / fps``. Subsampled formats such as
-        ``yuv420p`` need an even width and height; odd sizes are refused with a
-        message rather than silently padded or cropped.
+        ``yuv420p`` need an even width and height (except with ffv1, which codes odd
+        sizes); odd sizes are refused with a message rather than silently padded or
+        cropped.
 
         libx264 threads as the ``ffmpeg`` command does (``thread_type`` slice+frame,
         ``threads`` auto): frame threads, 1.5 per core, and a lookahead thread, so the
@@ -97,7 +104,7 @@ class VideoSink(Sink):
         fps: float | Fraction | str | None = None,
         overwrite: bool = False,
         options: dict[str, str] | None = None,
-        input_pix_fmt: Literal["yuv420p"] | None = None,
+        input_pix_fmt: str | None = None,
     ) -> None:
         available = [name for name in ENCODERS if name in av.codecs_available]
         if codec not in available:
@@ -106,10 +113,14 @@ class VideoSink(Sink):
             raise ValueError(f"{codec} takes no crf; pass options= with its own quality setting")
         if preset is not None and codec not in _PRESET_CODECS:
             raise ValueError(f"{codec} takes no preset; presets apply to {sorted(_PRESET_CODECS)}")
-        formats = {fmt.name for fmt in av.Codec(codec, "w").video_formats or ()}
+        formats = _formats(codec)
         if pix_fmt is not None and pix_fmt not in formats:
             raise ValueError(
                 f"{codec} cannot encode pix_fmt {pix_fmt!r}; use one of {sorted(formats)}"
+            )
+        if input_pix_fmt not in (None, "native", *NATIVE):
+            raise ValueError(
+                f"input_pix_fmt must be 'native' or one of {sorted(NATIVE)}, got {input_pix_fmt!r}"
             )
         self.path = Path(path)
         _check_writable(self.path, overwrite=overwrite)
@@ -122,6 +133,8 @@ class VideoSink(Sink):
         self._stream: av.video.stream.VideoStream | None = None
         self._spec: FrameSpec | None = None
         self._format = "rgb24"
+        self._layout: Layout | None = None  # frames of planes, not I420 views
+        self._tags: dict[str, int] = {}
         self._source_base: Fraction | None = None
         self._time_base = Fraction(1, 30)
         self._use_pts: bool | None = None
@@ -130,19 +143,23 @@ class VideoSink(Sink):
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Create the temporary file and the encoder for frames of ``spec``."""
-        if self.input_pix_fmt == "yuv420p":
+        if self.input_pix_fmt == "yuv420p" and len(spec.shape) == 2:
             self._format = "yuv420p"
             width, height = spec.shape[1], spec.shape[0] * 2 // 3
             if spec != i420_spec(width, height):
                 raise FrameError(f"yuv420p frames need the shape of i420_spec(), got {spec}")
             pix_fmt = self.pix_fmt or "yuv420p"
+            self._tags = tags_in(info)
+        elif self.input_pix_fmt is not None:
+            pix_fmt = self._open_planes(spec, info)
+            width, height = self._layout.width, self._layout.height  # type: ignore[union-attr]
         else:
             self._format = frame_format(spec)
             height, width = spec.shape[:2]
             channels = CHANNELS[self._format]
             default = _FFV1_FORMATS[channels] if self.codec == "ffv1" else "yuv420p"
             pix_fmt = self.pix_fmt or default
-        if (width % 2 or height % 2) and _subsampled(pix_fmt):
+        if (width % 2 or height % 2) and _subsampled(pix_fmt) and self.codec != "ffv1":
             raise ValueError(
                 f"{self.codec} with pix_fmt {pix_fmt} needs an even width and height, got "
                 f"{width}x{height}; resize to an even size or pass pix_fmt='yuv444p'"
@@ -164,6 +181,8 @@ class VideoSink(Sink):
             stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
             if self.codec in _FRAME_THREADED:
                 stream.codec_context.thread_type = "AUTO"
+            for key, value in self._tags.items():  # planes' colour tags, into the stream
+                setattr(stream.codec_context, key, value)
             options: dict[str, object] = dict(self.options)
             stream.options = options
         except (av.FFmpegError, ValueError) as exc:
@@ -223,9 +242,33 @@ class VideoSink(Sink):
                     container.close()
             self.temp.unlink(missing_ok=True)
 
+    def _open_planes(self, spec: FrameSpec, info: dict[str, Any]) -> str:
+        """Set up for frames of a native layout; the pixel format to encode."""
+        name = info.get("layout") if self.input_pix_fmt == "native" else self.input_pix_fmt
+        layout = layout_for(name, spec, info) if isinstance(name, str) else None
+        if layout is None:
+            raise FrameError(
+                f"frames of shape {spec.shape} {spec.dtype} are not {name or 'native'} planes "
+                f"of a {info.get('width')}x{info.get('height')} video; pass input_pix_fmt=None "
+                "for RGB frames"
+            )
+        twin = encodable_twin(layout.name, _formats(self.codec))
+        if twin is None and self.pix_fmt is None:
+            raise ValueError(
+                f"{self.codec} cannot encode {layout.name} planes; use codec 'ffv1' (it takes "
+                "every native layout) or pass pix_fmt= to convert"
+            )
+        self._tags = tags_in(info)
+        if twin is not None and twin != layout.name:  # yuvj planes as yuv, tagged full range
+            self._tags.setdefault("color_range", 2)
+        self._layout = Layout.of(twin or layout.name, layout.width, layout.height)
+        return self.pix_fmt or self._layout.name
+
     def _frame_of(self, plane: np.ndarray) -> av.VideoFrame:
         """A view of ``plane`` for encoders that copy their input at once, else a copy (the
         batch's slot is reused, and other encoders may keep a frame after ``encode``)."""
+        if self._layout is not None:
+            return self._layout.to_frame(plane, self._tags)
         if self.codec in _COPIES_INPUT and plane.flags.c_contiguous:
             return av.VideoFrame.from_numpy_buffer(plane, format=self._format)
         return av.VideoFrame.from_ndarray(plane, format=self._format)
@@ -278,6 +321,21 @@ def _encoder_options(codec: str, crf: int | None, preset: str | None) -> dict[st
     if codec == "libx265":
         options["x265-params"] = "log-level=error"
     return options
+
+
+def encodes_planes(codec: str, layout: str | None, width: int, height: int) -> bool:
+    """Whether ``VideoSink(codec=codec, input_pix_fmt=layout)`` writes ``width x height``
+    frames of that native layout as they are: the encoder takes the layout (or its ``yuv``
+    twin) at that size (odd sizes of subsampled planes: ffv1 only)."""
+    if layout not in NATIVE or codec not in av.codecs_available:
+        return False
+    twin = encodable_twin(layout, _formats(codec))
+    odd = bool(width % 2 or height % 2)
+    return twin is not None and (codec == "ffv1" or not (odd and _subsampled(twin)))
+
+
+def _formats(codec: str) -> set[str]:
+    return {fmt.name for fmt in av.Codec(codec, "w").video_formats or ()}
 
 
 def _subsampled(pix_fmt: str) -> bool:

@@ -34,7 +34,7 @@ import xxhash
 
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
-from ..io.layouts import NATIVE, TAGS, Layout
+from ..io.layouts import NATIVE, TAGS, Layout, layout_for, tags_in
 
 FORMAT_NAME = "hyperframes.store"
 VERSION = 2
@@ -157,19 +157,10 @@ def pixels_of(spec: FrameSpec, info: dict[str, Any]) -> dict[str, Any] | None:
     as :class:`~hyperframes.io.video.VideoSource` does for ``pix_fmt="native"`` and
     ``"yuv420p"``) and the frames still have that layout's shape, else ``None``."""
     name = info.get("layout")
-    if name not in NATIVE or len(spec.shape) not in (1, 2):
+    layout = layout_for(name, spec, info) if isinstance(name, str) else None
+    if layout is None:
         return None
-    sizes: list[tuple[Any, Any]] = [(info.get("width"), info.get("height"))]
-    if len(spec.shape) == 2:  # resized on the way (yuv420p): the size follows the shape
-        rows, width = spec.shape
-        sizes += [(width, rows * 2 // 3), (width, rows // 2), (width, rows // 3), (width, rows)]
-    for width, height in sizes:
-        if isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0:
-            layout = Layout.of(name, width, height)
-            if layout.spec == spec:
-                tags = {k: info[k] for k in TAGS if isinstance(info.get(k), int)}
-                return {"layout": name, "width": width, "height": height, **tags}
-    return None
+    return {"layout": name, "width": layout.width, "height": layout.height, **tags_in(info)}
 
 
 IDENTITY_KEYS = (

@@ -57,6 +57,8 @@ class StoreSource(Source):
                 raise ValueError(f"need 0 <= start <= stop <= {n}, got start={start}, stop={stop}")
             self.spec = store.spec
             self.info: dict[str, Any] = dict(store.info.source)
+            if pix_fmt != "rgb24" and store.header.pixels:  # the planes' layout and tags
+                self.info.update(store.header.pixels)
         self.start, self.stop, self._next = start, end, start
         self.length = end - start
         self.info.update(frames=self.length, store=str(path))
