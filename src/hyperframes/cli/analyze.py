@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..analysis import analyze, percent, plot_timeline
-from ..engine.report import RunReport
-from ..io.video import VideoSource
 from .common import positive_int
 from .observe import add_long_options, observed
 from .scale import executor_for
+
+if TYPE_CHECKING:
+    from ..engine.report import RunReport
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +44,9 @@ def sample_count(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..analysis import analyze, percent, plot_timeline
+    from ..io.video import VideoSource
+
     found: list[Any] = []
 
     def start(bar: Any, monitor: Any) -> RunReport:

@@ -1,4 +1,8 @@
-"""What every command shares: JSON output, error lines, the progress bar, number parsing."""
+"""What every command shares: JSON output, error lines, the progress bar, number parsing.
+
+Building the parser imports this module, so what only a run needs (the frame pool's
+checks, the progress bar) is imported in the function that uses it.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,11 @@ import json
 import re
 import sys
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import RunReport
-from ..engine.sizing import parse_memory
-from ..frames import check_batch_size
-from ..metrics.progress import ProgressBar
+if TYPE_CHECKING:
+    from .. import RunReport
+    from ..metrics.progress import ProgressBar
 
 
 def fail(exc: BaseException, flags: Collection[str] = ()) -> int:
@@ -70,6 +73,8 @@ def add_sizing_options(parser: argparse.ArgumentParser) -> None:
 
 
 def memory_size(text: str) -> int:
+    from ..engine.sizing import parse_memory
+
     try:
         return parse_memory(text)
     except ValueError as exc:
@@ -109,6 +114,8 @@ def port_number(text: str) -> int:
 
 
 def batch_size(text: str) -> int:
+    from ..frames import check_batch_size
+
     try:
         return check_batch_size(int(text))
     except ValueError as exc:
@@ -116,6 +123,8 @@ def batch_size(text: str) -> int:
 
 
 def progress_for(args: argparse.Namespace, label: str) -> ProgressBar:
+    from ..metrics.progress import ProgressBar
+
     return ProgressBar(label=label, enabled=False if args.json else None)
 
 

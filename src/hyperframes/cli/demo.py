@@ -16,18 +16,16 @@ import shutil
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from .. import FrameSpec, Pipeline
 from ..errors import MediaError
-from ..io.video import VideoSource
-from ..store import FrameStore, StoreSink
 from .common import emit_report, positive_int, progress_for
 from .observe import add_long_options
 from .scale import executor_for
 from .video import transcode
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CLIP = "bigbuckbunny.mp4"
 
@@ -81,6 +79,12 @@ def pack_and_read(
     clip: Path, store_path: Path, args: argparse.Namespace, reads: int = 20
 ) -> dict[str, Any]:
     """Pack ``clip`` into a store, then read random frames back and check them."""
+    import numpy as np
+
+    from .. import Pipeline
+    from ..io.video import VideoSource
+    from ..store import FrameStore, StoreSink
+
     if not args.json:
         print(f"\n2. pack {clip.name} -> {store_path}, then read {reads} random frames")
     if store_path.exists():
@@ -122,6 +126,8 @@ def pack_and_read(
 
 def render_frame(i: int, height: int, width: int) -> np.ndarray:
     """A moving gradient: frame ``i`` of the synthetic sequence."""
+    import numpy as np
+
     x = (np.arange(width, dtype=np.uint16) + 4 * i) % 256
     y = np.arange(height, dtype=np.uint16)[:, None] % 256
     frame = np.empty((height, width, 3), np.uint8)
@@ -132,6 +138,10 @@ def render_frame(i: int, height: int, width: int) -> np.ndarray:
 
 
 def run_synthetic(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .. import FrameSpec, Pipeline
+
     height, width = 360, 640
     checksum = 0
 

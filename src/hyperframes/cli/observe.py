@@ -17,17 +17,21 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import Pipeline, RunReport
-from ..engine.report import SnapshotFn
-from ..engine.runner import Monitor
-from ..io.publish import publish
 from ..metrics.monitors import Monitors
-from ..metrics.prometheus import DEFAULT_HOST, PrometheusExporter
-from ..metrics.timeline import Timeline, require_plotting
 from .common import add_sizing_options, port_number, positive_int, progress_for
 from .scale import add_executor_options, executor_for
+
+if TYPE_CHECKING:
+    from .. import Pipeline, RunReport
+    from ..engine.report import SnapshotFn
+    from ..engine.runner import Monitor
+    from ..metrics.prometheus import PrometheusExporter
+
+DEFAULT_HOST = "127.0.0.1"
+"""``--metrics-host``'s default, the exporter's own (``metrics.prometheus.DEFAULT_HOST``,
+a test holds the two equal): the parser does not import the exporter's HTTP server."""
 
 
 class _Announce:
@@ -78,9 +82,13 @@ def monitors_for(args: argparse.Namespace, *, interval_s: float = 0.5) -> Monito
     parts: list[Monitor] = []
     port = getattr(args, "metrics_port", None)
     if port is not None:
+        from ..metrics.prometheus import PrometheusExporter
+
         exporter = PrometheusExporter(port=port, host=getattr(args, "metrics_host", DEFAULT_HOST))
         parts += [exporter, _Announce(exporter)]
     if getattr(args, "plot_dir", None):
+        from ..metrics.timeline import Timeline, require_plotting
+
         require_plotting()
         parts.append(Timeline(interval_s=interval_s))
     return Monitors(parts) if parts else None
@@ -90,6 +98,9 @@ def finish_observe(
     args: argparse.Namespace, monitor: Monitors | None, report: RunReport
 ) -> dict[str, Any]:
     """Write ``--report`` and ``--plot-dir`` after a run; returns what was written where."""
+    from ..io.publish import publish
+    from ..metrics.timeline import Timeline
+
     written: dict[str, Any] = {}
     if getattr(args, "report", None):
         path = Path(args.report)

@@ -13,10 +13,12 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..executors import Executor, get_executor
 from .common import positive_int
+
+if TYPE_CHECKING:
+    from ..executors import Executor
 
 EXECUTORS = ("threads", "processes", "ray")
 QUIET = {"logging_level": logging.WARNING}
@@ -56,6 +58,8 @@ def executor_for(args: argparse.Namespace) -> str | Executor:
         ImportError: ``--executor ray`` without Ray installed (says how to install it).
         ConnectionError: the cluster at ``--ray-address`` cannot be reached.
     """
+    from ..executors import get_executor
+
     name = getattr(args, "executor", None) or "threads"
     address = getattr(args, "ray_address", None)
     if address is not None and name != "ray":
@@ -71,6 +75,8 @@ def ray_for_chunks(args: argparse.Namespace) -> Executor:
     Raises:
         ValueError: ``--chunks`` with an executor other than Ray.
     """
+    from ..executors import get_executor
+
     if getattr(args, "executor", None) not in (None, "ray"):
         raise ValueError(
             f"--chunks runs segments as Ray tasks; drop --executor {args.executor} "

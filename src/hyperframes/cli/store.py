@@ -1,6 +1,7 @@
 """``hyperframes pack``, ``unpack``, ``frame`` and ``verify``: the hyperframe store.
 
-``hyperframes info STORE`` uses :func:`store_info` and :func:`is_store` from here.
+``hyperframes info STORE`` uses :func:`store_info` and :func:`is_store` from here. The
+store (LMDB, the codecs) is imported by the command that runs, not by :func:`register`.
 """
 
 from __future__ import annotations
@@ -12,20 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import cv2
-
-from .. import Pipeline
-from ..engine.sizing import default_budget
 from ..errors import StoreCorrupt
-from ..hyper.grouping import GroupingOptions
-from ..io.images import ImageSequenceSink
-from ..io.layouts import NATIVE
-from ..io.video import VideoSource
-from ..io.video_sink import VideoSink, encodes_planes
-from ..store import FrameStore, StoreSink, StoreWriter, is_store, store_info
-from ..store.sink import plan_pack
-from ..store.source import StoreSource
-from ..store.writer import resume_point
 from .common import positive_int
 from .observe import add_long_options, observed_run
 from .video import frame_size
@@ -33,6 +21,20 @@ from .video import frame_size
 __all__ = ["is_store", "register", "store_info"]
 
 VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".mov", ".avi", ".webm"})
+
+
+def is_store(path: str | os.PathLike[str]) -> bool:
+    """:func:`hyperframes.store.is_store`, imported when called."""
+    from .. import store
+
+    return store.is_store(path)
+
+
+def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """:func:`hyperframes.store.store_info`, imported when called."""
+    from .. import store
+
+    return store.store_info(path)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -91,6 +93,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pack(args: argparse.Namespace) -> int:
+    from .. import Pipeline
+    from ..engine.sizing import default_budget
+    from ..hyper.grouping import GroupingOptions
+    from ..io.video import VideoSource
+    from ..store import StoreSink, StoreWriter
+    from ..store.sink import plan_pack
+    from ..store.writer import resume_point
+
     tier = "lossless" if args.psnr is None else "psnr"
     start, complete = resume_point(args.store) if args.resume else (0, False)
     pix_fmt = _pack_pix_fmt(args, resuming=args.resume and (start > 0 or complete))
@@ -130,6 +140,10 @@ def run_pack(args: argparse.Namespace) -> int:
 def _pack_pix_fmt(args: argparse.Namespace, *, resuming: bool) -> Any:
     """``"native"`` when the video's planes can be kept (and a resumed store holds planes),
     else ``"rgb24"``."""
+    from ..io.layouts import NATIVE
+    from ..io.video import VideoSource
+    from ..store import FrameStore
+
     if args.pix_fmt == "rgb24" or args.size is not None:
         return "rgb24"
     if args.intra == "webp":  # WebP codes RGB
@@ -149,11 +163,15 @@ def _first(*values: Any) -> Any:
 
 def _packed_grouping(path: str) -> dict[str, Any]:
     """The grouping options a partial store was packed with ({} when it records none)."""
+    from ..store import FrameStore
+
     with FrameStore(path, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
         return dict(store.header.grouping or {})
 
 
 def _store_spec(path: str) -> Any:
+    from ..store import FrameStore
+
     with FrameStore(path, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
         return store.header.spec  # as stored (planes, for a store of planes)
 
@@ -174,6 +192,11 @@ def _print_pack(
 
 
 def run_unpack(args: argparse.Namespace) -> int:
+    from .. import Pipeline
+    from ..io.images import ImageSequenceSink
+    from ..io.video_sink import VideoSink, encodes_planes
+    from ..store.source import StoreSource
+
     out = Path(args.output)
     video = out.suffix.lower() in VIDEO_SUFFIXES
     codec = args.codec or "ffv1"
@@ -199,6 +222,10 @@ def run_unpack(args: argparse.Namespace) -> int:
 
 
 def run_frame(args: argparse.Namespace) -> int:
+    import cv2
+
+    from ..store import FrameStore
+
     out = Path(args.output)
     if not cv2.haveImageWriter(args.output):  # imwrite raises cv2.error for these
         raise ValueError(f"cannot write an image named {args.output!r}; use .png or .jpg")
@@ -225,6 +252,8 @@ def run_frame(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from ..store import FrameStore
+
     with FrameStore(args.store, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
         bad = store.verify()
         frames, complete = len(store), store.complete

@@ -19,17 +19,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cv2
-import numpy as np
-
-from .. import Pipeline, RunReport
-from ..frames import FramePool
-from ..io.video import VideoSource
-from ..io.video_sink import VideoSink
 from .common import positive_int
 from .video import frame_size, load_function, resize_stage
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .. import RunReport, VideoSource
 
 RULE = (
     "median frames/s of the repeats (rounds interleaved); settings within max(tolerance, "
@@ -114,6 +112,9 @@ def counts(text: str) -> list[int]:
 
 def stage_function(spec: str) -> Callable[[np.ndarray], Any]:
     """The function of one ``--stage``: a built-in name or ``MODULE:FUNCTION``."""
+    import cv2
+    import numpy as np
+
     if spec.startswith("resize="):
         width, height = frame_size(spec.partition("=")[2])
         fn: Callable[[np.ndarray], Any] = resize_stage(width, height)
@@ -175,6 +176,8 @@ def bound_stage(report: RunReport, *, encoding: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import FramePool, Pipeline, VideoSink, VideoSource
+
     functions = [(spec, stage_function(spec)) for spec in args.stage]
     probe = VideoSource(args.input, stop=args.frames)
     if not probe.length:
@@ -204,12 +207,8 @@ def run(args: argparse.Namespace) -> int:
             if encoding:
                 suffix = ".mkv" if args.codec == "ffv1" else ".mp4"
                 preset = args.preset if args.codec in ("libx264", "libx265") else None
-                sink = VideoSink(
-                    Path(folder) / f"tune{suffix}",
-                    codec=args.codec,
-                    preset=preset,
-                    overwrite=True,
-                )
+                sink = VideoSink(Path(folder) / f"tune{suffix}", codec=args.codec,
+                                 preset=preset, overwrite=True)  # fmt: skip
                 pipeline = pipeline.to(sink)
             return pipeline.run()
 

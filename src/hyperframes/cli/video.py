@@ -1,4 +1,8 @@
-"""``hyperframes info``, ``transcode`` and ``render``: real media in and out."""
+"""``hyperframes info``, ``transcode`` and ``render``: real media in and out.
+
+:func:`register` builds the parsers without PyAV, OpenCV or the pipeline: a command
+imports what it needs when it runs.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +11,18 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cv2
-import numpy as np
-
-from .. import FrameSpec, Pipeline, RunReport
-from ..chunked import render_chunked, run_chunked
-from ..io.loop import Looped
-from ..io.probe import probe
-from ..io.video import PixFmt, VideoSource
-from ..io.video_sink import VideoSink
 from .common import emit_report, positive_float, positive_int
 from .observe import add_long_options, observed, observed_run
 from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .. import RunReport
+    from ..io.video import PixFmt
+    from ..io.video_sink import VideoSink
 
 MAX_SIDE = 16384
 """The longest side ``--size`` takes: FFmpeg refuses larger frames, after the pools exist."""
@@ -91,10 +93,15 @@ def encoder_options(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
 
 
 def sink_for(args: argparse.Namespace, **extra: Any) -> VideoSink:
+    from ..io.video_sink import VideoSink
+
     return VideoSink(args.output, overwrite=args.overwrite, **encoder_options(args, **extra))
 
 
 def resize_stage(width: int, height: int) -> Any:
+    import cv2
+    import numpy as np
+
     def resize(frames: np.ndarray) -> np.ndarray:
         out = np.empty((len(frames), height, width, frames.shape[-1]), frames.dtype)
         for src, dst in zip(frames, out, strict=True):
@@ -105,6 +112,7 @@ def resize_stage(width: int, height: int) -> Any:
 
 
 def run_info(args: argparse.Namespace) -> int:
+    from ..io.probe import probe
     from .store import is_store, store_info
 
     facts = store_info(args.path) if is_store(args.path) else probe(args.path)
@@ -124,6 +132,11 @@ def run_transcode(args: argparse.Namespace) -> int:
 
 def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     """Run the transcode described by ``args``; returns the report and extra figures."""
+    from .. import Pipeline
+    from ..io.loop import Looped
+    from ..io.probe import probe
+    from ..io.video import VideoSource
+
     if Path(args.input).resolve() == Path(args.output).resolve():
         raise ValueError("the output is the input; write to another path")
 
@@ -154,6 +167,8 @@ def transcode_chunked(
     args: argparse.Namespace, pix_fmt: PixFmt
 ) -> tuple[RunReport, dict[str, Any]]:
     """``transcode --chunks``: segments at keyframes as Ray tasks, joined by stream copy."""
+    from ..chunked import run_chunked
+
     if args.loop > 1:
         raise ValueError("--chunks cuts one input at its keyframes; it cannot take --loop")
     planar = {"input_pix_fmt": "yuv420p"} if pix_fmt == "yuv420p" else {}
@@ -205,6 +220,8 @@ def load_function(spec: str) -> Any:
 
 
 def run_render(args: argparse.Namespace) -> int:
+    from .. import FrameSpec, Pipeline
+
     fn = load_function(args.function)
     if args.chunks is not None:
         report, written = render_chunked_from(args, fn)
@@ -234,6 +251,8 @@ def run_render(args: argparse.Namespace) -> int:
 
 def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, dict[str, Any]]:
     """``render --chunks``: the frame range in segments as Ray tasks, joined by stream copy."""
+    from ..chunked import render_chunked
+
     executor = ray_for_chunks(args)
     ship_module_of(fn, executor)
 

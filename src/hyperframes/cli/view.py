@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import webbrowser
 from typing import Any
 
-from ..metrics.progress import ProgressBar
 from .common import port_number
 
 DEFAULT_PORT = 8765
@@ -72,6 +70,9 @@ def live_monitor_for(args: argparse.Namespace) -> Any:
 
 
 def run_view(args: argparse.Namespace) -> int:
+    import webbrowser
+
+    from ..metrics.progress import ProgressBar
     from ..viewer import Viewer, bind, open_viewed
     from ..viewer.server import allowed_hosts, is_loopback, resolve_host, serve_forever, url_of
 
