@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -90,6 +91,18 @@ def fails_with(capsys, *argv: str) -> str:
     return err
 
 
+RAY_INFO = re.compile(r"\bINFO \S+:\d+ -- |\[[^]]* I \d+ \d+\]")
+"""A line Ray logs at INFO: Python's ``... INFO worker.py:2038 -- ...``, C++'s
+``[2026-... I 2042 2042] ...`` (also forwarded from a raylet: ``(raylet) [... I ...]``)."""
+
+
+def ray_noise(stderr: str) -> list[str]:
+    """The lines of ``stderr`` that a quiet command keeps off the terminal: Ray's INFO lines
+    and its notice that a local Ray turned token authentication on."""
+    return [line for line in stderr.splitlines()
+            if RAY_INFO.search(line) or "Token authentication is enabled" in line]  # fmt: skip
+
+
 def expected_render(count: int) -> np.ndarray:
     y = np.arange(count)
     frames = np.zeros((count, 48, 64, 3), np.uint8)
@@ -162,6 +175,20 @@ def test_render_under_ray_equals_threads(ray_cluster, scene, capsys):
     report = run_json(capsys, *common, "ray.mkv", "--executor", "ray")
     assert report["extra"]["executor"]["calls on shared memory"] > 0
     np.testing.assert_array_equal(frames_of(Path("ray.mkv")), expected_render(100))
+
+
+@ray_only
+def test_a_local_ray_the_command_starts_keeps_its_info_off_the_terminal(ray_cluster, scene):
+    # RAY_ADDRESS=local: a Ray of its own, not the session's cluster (that ray.init()
+    # would join, through the address file the cluster wrote)
+    argv = [sys.executable, "-m", "hyperframes", "render", f"{scene}:frame", "out.mkv",
+            "--frames", "8", "--size", "64x48", "--codec", "ffv1", "--executor", "ray",
+            "--json"]  # fmt: skip
+    done = subprocess.run(argv, env={**os.environ, "RAY_ADDRESS": "local"},
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])["frames"] == 8
+    assert ray_noise(done.stderr) == [], done.stderr
 
 
 @ray_only
@@ -264,6 +291,7 @@ def test_a_killed_driver_leaves_finished_segments_and_the_rerun_does_only_the_re
     done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert ray_noise(done.stderr) == [], done.stderr  # joining a cluster says nothing
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["extra"]["chunks"]["reused"] >= kept
     assert report["frames"] == 600

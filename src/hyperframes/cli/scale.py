@@ -4,13 +4,14 @@
 Ray actors); ``--chunks`` (``transcode`` and ``render``) cuts the job into segments that
 run as Ray tasks over a cluster and are joined by stream copy. Both reach a cluster
 through ``--ray-address``: by default a local Ray is started (or the cluster named by
-``RAY_ADDRESS`` is joined), ``auto`` joins the one running on this machine.
+``RAY_ADDRESS`` is joined), ``auto`` joins the one running on this machine. Ray's own
+INFO lines and its notice that a local Ray turned token authentication on stay off the
+terminal (:func:`ray_executor`); its warnings and errors show.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,11 +19,18 @@ from typing import TYPE_CHECKING, Any
 from .common import positive_int
 
 if TYPE_CHECKING:
+    import logging
+
     from ..executors import Executor
 
 EXECUTORS = ("threads", "processes", "ray")
-QUIET = {"logging_level": logging.WARNING}
+QUIET = {"logging_level": "warning"}
 """``ray.init`` options of the commands: Ray's INFO lines stay off the terminal."""
+TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+"""The start of the warning Ray logs (to :data:`TOKEN_LOGGER`) when a local Ray turns
+token authentication on, its secure default (``RAY_AUTH_MODE=disabled`` opts out): news
+to no one running a command. The warning that authentication is *off* still shows."""
+TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
 
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
@@ -58,14 +66,12 @@ def executor_for(args: argparse.Namespace) -> str | Executor:
         ImportError: ``--executor ray`` without Ray installed (says how to install it).
         ConnectionError: the cluster at ``--ray-address`` cannot be reached.
     """
-    from ..executors import get_executor
-
     name = getattr(args, "executor", None) or "threads"
     address = getattr(args, "ray_address", None)
     if address is not None and name != "ray":
         raise ValueError("--ray-address names a Ray cluster; add --executor ray to use it")
     if name == "ray":
-        return get_executor("ray", address=address, **QUIET)
+        return ray_executor(address)
     return name
 
 
@@ -75,14 +81,33 @@ def ray_for_chunks(args: argparse.Namespace) -> Executor:
     Raises:
         ValueError: ``--chunks`` with an executor other than Ray.
     """
-    from ..executors import get_executor
-
     if getattr(args, "executor", None) not in (None, "ray"):
         raise ValueError(
             f"--chunks runs segments as Ray tasks; drop --executor {args.executor} "
             "(or pass --executor ray)"
         )
-    return get_executor("ray", address=getattr(args, "ray_address", None), **QUIET)
+    return ray_executor(getattr(args, "ray_address", None))
+
+
+def ray_executor(address: str | None) -> Executor:
+    """Start or join Ray at ``address`` with :data:`QUIET` and without :data:`TOKEN_NOTICE`.
+
+    Ray's other warnings, C++ lines included, still reach stderr: the one an offline
+    machine shows (``Failed to determine local IP via external connectivity``) is written
+    by Ray's C++ core before any of its log settings apply.
+    """
+    import logging
+
+    from ..executors import get_executor
+
+    notices = logging.getLogger(TOKEN_LOGGER)
+    if _not_token_notice not in notices.filters:
+        notices.addFilter(_not_token_notice)
+    return get_executor("ray", address=address, **QUIET)
+
+
+def _not_token_notice(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith(TOKEN_NOTICE)
 
 
 def ship_module_of(fn: Any, executor: Any) -> None:
