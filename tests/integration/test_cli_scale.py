@@ -91,6 +91,14 @@ def fails_with(capsys, *argv: str) -> str:
     return err
 
 
+def refused(capsys, *argv: str) -> str:
+    """The one line of a usage error: options that do not go together (exit code 2)."""
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hyperframes: error: ") and len(err.splitlines()) == 1, err
+    return err
+
+
 RAY_INFO = re.compile(r"\bINFO \S+:\d+ -- |\[[^]]* I \d+ \d+\]")
 """A line Ray logs at INFO: Python's ``... INFO worker.py:2038 -- ...``, C++'s
 ``[2026-... I 2042 2042] ...`` (also forwarded from a raylet: ``(raylet) [... I ...]``)."""
@@ -139,15 +147,24 @@ def test_pack_and_analyze_under_processes_equal_threads(synthetic_mp4, tmp_path,
 
 
 def test_ray_address_needs_the_ray_executor(scene, capsys):
-    err = fails_with(capsys, "render", f"{scene}:frame", "out.mkv", "--frames", "4",
+    err = refused(capsys, "render", f"{scene}:frame", "out.mkv", "--frames", "4",
                      "--size", "64x48", "--ray-address", "auto")  # fmt: skip
     assert "--executor ray" in err
 
 
 def test_chunks_take_no_other_executor(scene, capsys):
-    err = fails_with(capsys, "render", f"{scene}:frame", "out.mkv", "--frames", "4",
-                     "--size", "64x48", "--chunks", "--executor", "processes")  # fmt: skip
+    err = refused(capsys, "render", f"{scene}:frame", "out.mkv", "--frames", "4",
+                  "--size", "64x48", "--chunks", "--executor", "processes")  # fmt: skip
     assert "--chunks runs segments as Ray tasks" in err and not Path("out.mkv").exists()
+
+
+def test_chunks_take_no_workers(scene, synthetic_mp4, capsys):
+    # a segment's Ray task runs on the CPU it reserves: --workers would be ignored
+    for argv in (["render", f"{scene}:frame", "out.mkv", "--frames", "4", "--size", "64x48"],
+                 ["transcode", str(synthetic_mp4), "out.mkv"]):  # fmt: skip
+        err = refused(capsys, *argv, "--chunks", "2", "--workers", "3")
+        assert err.endswith("so --workers does not apply; drop --workers"), err
+        assert not Path("out.mkv").exists()
 
 
 def test_without_ray_the_error_says_how_to_install_it(scene, tmp_path):

@@ -1,7 +1,8 @@
 """The ``hyperframes`` command: one subcommand module per job, calling only the public API.
 
-Errors become one line on stderr and exit code 1 (2 for usage errors); ``--debug``
-shows the traceback instead.
+Errors become one line on stderr and exit code 1 (2 for usage errors: argparse's, and
+options that do not go together, :class:`~.common.UsageError`); ``--debug`` shows the
+traceback instead.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from types import FrameType
 
 from .._version import __version__
 from . import analyze, bench, demo, doctor, store, tune, video, view
-from .common import fail
+from .common import UsageError, fail
 
 COMMANDS = (demo, video, analyze, store, view, tune, bench, doctor)
 
@@ -58,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        return fail(exc, flags=flags_of(parser, args.command))
+        code = fail(exc, flags=flags_of(parser, args.command))
+        return 2 if isinstance(exc, UsageError) else code
 
 
 def flags_of(parser: argparse.ArgumentParser, command: str) -> set[str]:

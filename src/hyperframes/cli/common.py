@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from ..metrics.progress import ProgressBar
 
 
+class UsageError(ValueError):
+    """Options that do not go together: one line on stderr and exit code 2, as argparse's
+    own usage errors (the line says which option to drop or add)."""
+
+
 def fail(exc: BaseException, flags: Collection[str] = ()) -> int:
     """Print ``exc`` as one line on stderr (its notes after a semicolon) and return 1.
 

@@ -120,6 +120,9 @@ LONG_OPTIONS = (
     "--report", "--plot-dir", "--view", "--executor", "--ray-address",
 )  # fmt: skip
 """The options every long command shares (a test checks each command's ``--help``)."""
+WORKERS = 2
+"""The workers when ``--workers`` is not given (``args.workers`` is then ``None``, so that
+``--chunks`` can refuse a ``--workers`` it would ignore)."""
 
 
 def add_long_options(
@@ -130,7 +133,7 @@ def add_long_options(
     from .view import add_view_options
 
     if workers_help is not None:
-        parser.add_argument("--workers", type=positive_int, default=2, help=workers_help)
+        parser.add_argument("--workers", type=positive_int, default=None, help=workers_help)
     add_sizing_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object, no bar")
     add_observe_options(parser)

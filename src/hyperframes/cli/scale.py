@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import positive_int
+from .common import UsageError, positive_int
 
 if TYPE_CHECKING:
     import logging
@@ -62,14 +62,14 @@ def executor_for(args: argparse.Namespace) -> str | Executor:
     """The executor the options ask for (starting or joining Ray for ``--executor ray``).
 
     Raises:
-        ValueError: ``--ray-address`` without a use for it.
+        UsageError: ``--ray-address`` without a use for it.
         ImportError: ``--executor ray`` without Ray installed (says how to install it).
         ConnectionError: the cluster at ``--ray-address`` cannot be reached.
     """
     name = getattr(args, "executor", None) or "threads"
     address = getattr(args, "ray_address", None)
     if address is not None and name != "ray":
-        raise ValueError("--ray-address names a Ray cluster; add --executor ray to use it")
+        raise UsageError("--ray-address names a Ray cluster; add --executor ray to use it")
     if name == "ray":
         return ray_executor(address)
     return name
@@ -79,12 +79,18 @@ def ray_for_chunks(args: argparse.Namespace) -> Executor:
     """The Ray connection ``--chunks`` runs its segments on.
 
     Raises:
-        ValueError: ``--chunks`` with an executor other than Ray.
+        UsageError: ``--chunks`` with an executor other than Ray, or with ``--workers``
+            (a segment's task uses the CPU it reserves: ``cpus_per_segment``).
     """
     if getattr(args, "executor", None) not in (None, "ray"):
-        raise ValueError(
+        raise UsageError(
             f"--chunks runs segments as Ray tasks; drop --executor {args.executor} "
             "(or pass --executor ray)"
+        )
+    if getattr(args, "workers", None) is not None:
+        raise UsageError(
+            "--chunks runs each segment as a Ray task on one CPU of the cluster, so "
+            "--workers does not apply; drop --workers"
         )
     return ray_executor(getattr(args, "ray_address", None))
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import emit_report, positive_float, positive_int
-from .observe import add_long_options, observed, observed_run
+from .common import UsageError, emit_report, positive_float, positive_int
+from .observe import WORKERS, add_long_options, observed, observed_run
 from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def transcode_chunked(
     from ..chunked import run_chunked
 
     if args.loop > 1:
-        raise ValueError("--chunks cuts one input at its keyframes; it cannot take --loop")
+        raise UsageError("--chunks cuts one input at its keyframes; it cannot take --loop")
     planar = {"input_pix_fmt": "yuv420p"} if pix_fmt == "yuv420p" else {}
     executor = ray_for_chunks(args)
 
@@ -233,7 +233,7 @@ def run_render(args: argparse.Namespace) -> int:
         fn,
         count=args.frames,
         spec=FrameSpec((height, width, 3)),
-        workers=args.workers,
+        workers=args.workers or WORKERS,
         batch_size=args.batch_size,
     )
     executor = executor_for(args)
