@@ -246,7 +246,7 @@ def test_yuv_transcode_skips_colour_conversion_and_matches_the_rgb_path(tmp_path
 
 def test_1080p_to_720p_stays_in_yuv420p_planes(tmp_path, capsys, monkeypatch):
     # a 1.5x downscale (as in benchmarks/transcode.py) keeps the planar path too
-    import hyperframes.cli.video as cli_video
+    import hyperframes.io.video as cli_video
 
     clip = tmp_path / "hd.mp4"
     with av.open(str(clip), "w") as c:

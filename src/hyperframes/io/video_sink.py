@@ -6,6 +6,9 @@ video.
 
 Example:
     >>> sink = VideoSink("out.mkv", codec="ffv1")  # doctest: +SKIP
+
+Longer than 300 lines: the sink's three inputs (RGB or gray frames, I420 views, a video's
+native planes) share its encoder set-up, timestamps and atomic commit.
 """
 
 from __future__ import annotations
