@@ -196,14 +196,19 @@ def test_render_under_ray_equals_threads(ray_cluster, scene, capsys):
 
 @ray_only
 def test_a_local_ray_the_command_starts_keeps_its_info_off_the_terminal(ray_cluster, scene):
-    # RAY_ADDRESS=local: a Ray of its own, not the session's cluster (that ray.init()
-    # would join, through the address file the cluster wrote)
+    """With no address the command starts a Ray of its own, as its help says, and does not
+    join the session's cluster (which ``ray.init()`` alone would, through the address file
+    the cluster wrote); Ray's INFO lines stay off the terminal."""
+    import ray
+
     argv = [sys.executable, "-m", "hyperframes", "render", f"{scene}:frame", "out.mkv",
             "--frames", "8", "--size", "64x48", "--codec", "ffv1", "--executor", "ray",
             "--json"]  # fmt: skip
-    done = subprocess.run(argv, env={**os.environ, "RAY_ADDRESS": "local"},
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    jobs = len(ray._private.state.jobs())
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert len(ray._private.state.jobs()) == jobs  # no driver joined the session's cluster
     assert json.loads(done.stdout.strip().splitlines()[-1])["frames"] == 8
     assert ray_noise(done.stderr) == [], done.stderr
 

@@ -48,9 +48,16 @@ def check_reachable(address: str | None, *, timeout_s: float = 5.0) -> None:
 
 
 def start_ray(ray: Any, address: str | None, **init_kwargs: Any) -> None:
-    """``ray.init`` unless Ray is already initialised here, with errors that say what to do."""
+    """``ray.init`` unless Ray is already initialised here, with errors that say what to do.
+
+    ``address=None`` joins the cluster of ``RAY_ADDRESS`` or starts a local Ray, never the
+    cluster last started on this machine (which ``ray.init()`` would join, through
+    ``/tmp/ray/ray_current_cluster``): pass ``"auto"`` for that one.
+    """
     if ray.is_initialized():
         return
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        address = "local"
     check_reachable(address)
     try:
         ray.init(address=address, **init_kwargs)
