@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import MediaError
 from .common import emit_report, positive_int, progress_for
-from .observe import WORKERS, add_long_options
+from .observe import add_long_options, workers_of
 from .scale import executor_for
 from .video import transcode
 
@@ -154,10 +154,10 @@ def run_synthetic(args: argparse.Namespace) -> int:
             functools.partial(render_frame, height=height, width=width),
             count=args.frames,
             spec=FrameSpec((height, width, 3), np.uint8),
-            workers=args.workers or WORKERS,
+            workers=workers_of(args),
             batch_size=args.batch_size or 32,
         )
-        .map(np.bitwise_not, workers=args.workers or WORKERS, name="map:invert")
+        .map(np.bitwise_not, workers=workers_of(args), name="map:invert")
         .for_each(total, batched=True)
     )
     bar = progress_for(args, "demo")

@@ -125,6 +125,11 @@ WORKERS = 2
 ``--chunks`` can refuse a ``--workers`` it would ignore)."""
 
 
+def workers_of(args: argparse.Namespace) -> int:
+    """``--workers``, or :data:`WORKERS` when it was not given."""
+    return int(args.workers or WORKERS)
+
+
 def add_long_options(
     parser: argparse.ArgumentParser, *, workers_help: str | None = "workers per stage"
 ) -> None:

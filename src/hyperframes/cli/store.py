@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import StoreCorrupt
 from .common import positive_int
-from .observe import WORKERS, add_long_options, observed_run
+from .observe import add_long_options, observed_run, workers_of
 from .video import frame_size
 
 __all__ = ["is_store", "register", "store_info"]
@@ -125,7 +125,7 @@ def run_pack(args: argparse.Namespace) -> int:
         return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
     source = VideoSource(args.input, start=start, size=args.size, pix_fmt=pix_fmt)
     sink = StoreSink(  # records the grouping the .group() stage below uses
-        args.store, tier=tier, psnr=args.psnr, intra=args.intra, workers=args.workers or WORKERS,
+        args.store, tier=tier, psnr=args.psnr, intra=args.intra, workers=workers_of(args),
         pending_bytes=plan.pending_bytes, resume=args.resume, overwrite=args.overwrite,
     )  # fmt: skip
     pipeline = (

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import UsageError, emit_report, positive_float, positive_int
-from .observe import WORKERS, add_long_options, observed, observed_run
+from .observe import add_long_options, observed, observed_run, workers_of
 from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
 
 if TYPE_CHECKING:
@@ -233,7 +233,7 @@ def run_render(args: argparse.Namespace) -> int:
         fn,
         count=args.frames,
         spec=FrameSpec((height, width, 3)),
-        workers=args.workers or WORKERS,
+        workers=workers_of(args),
         batch_size=args.batch_size,
     )
     executor = executor_for(args)

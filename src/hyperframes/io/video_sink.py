@@ -154,8 +154,8 @@ class VideoSink(Sink):
             pix_fmt = self.pix_fmt or "yuv420p"
             self._tags = tags_in(info)
         elif self.input_pix_fmt is not None:
-            pix_fmt = self._open_planes(spec, info)
-            width, height = self._layout.width, self._layout.height  # type: ignore[union-attr]
+            self._layout, pix_fmt = self._open_planes(spec, info)
+            width, height = self._layout.width, self._layout.height
         else:
             self._format = frame_format(spec)
             height, width = spec.shape[:2]
@@ -245,8 +245,9 @@ class VideoSink(Sink):
                     container.close()
             self.temp.unlink(missing_ok=True)
 
-    def _open_planes(self, spec: FrameSpec, info: dict[str, Any]) -> str:
-        """Set up for frames of a native layout; the pixel format to encode."""
+    def _open_planes(self, spec: FrameSpec, info: dict[str, Any]) -> tuple[Layout, str]:
+        """Set up for frames of a native layout: the layout the encoder gets its planes in
+        and the pixel format to encode."""
         name = info.get("layout") if self.input_pix_fmt == "native" else self.input_pix_fmt
         layout = layout_for(name, spec, info) if isinstance(name, str) else None
         if layout is None:
@@ -264,8 +265,8 @@ class VideoSink(Sink):
         self._tags = tags_in(info)
         if twin is not None and twin != layout.name:  # yuvj planes as yuv, tagged full range
             self._tags.setdefault("color_range", 2)
-        self._layout = Layout.of(twin or layout.name, layout.width, layout.height)
-        return self.pix_fmt or self._layout.name
+        planes = Layout.of(twin or layout.name, layout.width, layout.height)
+        return planes, self.pix_fmt or planes.name
 
     def _frame_of(self, plane: np.ndarray) -> av.VideoFrame:
         """A view of ``plane`` for encoders that copy their input at once, else a copy (the
