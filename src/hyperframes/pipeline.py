@@ -19,6 +19,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,11 +28,13 @@ import numpy as np
 from .engine.faults import FaultPolicy
 from .engine.report import RunReport
 from .engine.runner import Monitor, ProgressFn, Runner, exclusive
-from .engine.stage import Call, Stage, on_frames
+from .engine.stage import Call, Stage, Strategy, on_frames
 from .engine.window import HaloStream, WindowCall, check_window
 from .executors import Executor, get_executor
 from .frames import Batch, FrameSpec, check_batch_size
+from .hyper.agree import agreement
 from .hyper.reuse import ReuseStrategy, mse_bound
+from .hyper.target import TargetReuse, check_target
 from .io.arrays import ArraySource, IndexSource, IterableSource, check_frame
 from .io.base import Sink, Source
 from .io.callbacks import CallbackSink, CollectSink, NullSink
@@ -135,6 +138,8 @@ class Pipeline:
         reuse_psnr: float | None = None,
         reuse_mse: float | None = None,
         verify_every: int | None = None,
+        reuse_target: float | None = None,
+        agree: str | Callable[[Any, Any], float] | None = None,
         retries: int = 0,
         backoff: float = 0.05,
     ) -> Pipeline:
@@ -161,6 +166,15 @@ class Pipeline:
             reuse_psnr: the bound as a PSNR in dB between member and base (default 40).
             reuse_mse: the bound as an MSE of pixels in 0..1 (instead of ``reuse_psnr``).
             verify_every: compute every k-th shared result anyway and report the error.
+            reuse_target: share answers between similar frames while the output's answers
+                agree with ``fn``'s own on this share of frames (e.g. ``0.95``), measured on
+                a sample it computes anyway (``hyper.target``). Needs no ``.group()``; the
+                report gives calls, calls saved, the measured agreement and its bound.
+            agree: how two answers compare, for ``reuse_target`` (and ``verify_every``):
+                ``"equal"`` (default for values), ``"boxes"`` (per-frame ``(N, 4+)`` boxes,
+                F1 at IoU 0.5; ``"boxes:0.7"``), ``"count"``, ``"psnr"`` (default for frames
+                out, 40 dB; ``"psnr:35"``) or a callable ``(a, b) -> float`` in [0, 1]
+                (``hyper.agree``).
             retries: extra tries of a failing batch, ``backoff * 2**n`` seconds apart.
                 With ``run(allow_failures=...)`` a batch that still fails is retried frame
                 by frame and the frames that fail for good are reported as dead letters.
@@ -174,6 +188,14 @@ class Pipeline:
             raise ValueError("reuse='base' and window= do not combine; use one per stage")
         if reuse == "none" and (reuse_psnr, reuse_mse, verify_every) != (None, None, None):
             raise ValueError("reuse_psnr=, reuse_mse= and verify_every= need reuse='base'")
+        if reuse_target is not None and (reuse == "base" or window is not None):
+            raise ValueError(
+                "reuse_target= chooses the frames to compute itself; it does not combine with "
+                "reuse='base' or window="
+            )
+        if agree is not None and reuse_target is None and reuse == "none":
+            raise ValueError("agree= needs reuse_target= (or reuse='base' with verify_every=)")
+        compare = agreement(agree, frames=into is None)
         label = self._unique(name or f"map:{_name_of(fn)}")
         faults = FaultPolicy(retries=retries, backoff=backoff) if retries else None
         stages: list[Stage] = []
@@ -187,15 +209,26 @@ class Pipeline:
                 )
             )
             call = WindowCall(before, after)
-        make_strategy = None
+        make_strategy: Callable[[], Strategy] | None = None
+        split = 1
         if reuse == "base":
             bound = mse_bound(reuse_psnr=reuse_psnr, reuse_mse=reuse_mse)
             split, workers = workers, 1  # one thread keeps order; `split` compute at once
-            make_strategy = lambda: ReuseStrategy(  # noqa: E731
-                bound, verify_every=verify_every, stage=label, split=split
+            make_strategy = partial(
+                ReuseStrategy,
+                bound,
+                verify_every=verify_every,
+                stage=label,
+                split=split,
+                frames_out=into is None,
+                agree=compare,
             )
-        else:
-            split = 1
+        elif reuse_target is not None:
+            target = check_target(reuse_target)
+            split, workers = workers, 1
+            make_strategy = partial(
+                TargetReuse, target, compare, stage=label, split=split, frames_out=into is None
+            )
 
         stages.append(
             Stage(

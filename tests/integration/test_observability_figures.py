@@ -120,7 +120,9 @@ def test_a_reuse_runs_recent_psnr_is_in_the_snapshot_and_the_scrape() -> None:
     )
     figures = report.extra["map:copy_frames"]
     assert report.extra["group"]["hyperframes"] == 1
-    assert figures["reused"] == figures["verified"] == n - 1
+    # verified frames are calls, not reuse: every frame was computed
+    assert (figures["computed"], figures["reused"], figures["verified"]) == (n, 0, n - 1)
+    assert figures["calls_saved"] == 0.0
 
     snap: RunSnapshot = seen["snapshot"]
     stage = snap.stage("map:copy_frames")

@@ -60,8 +60,13 @@ class Recording(Sink):
 
 def test_a_failing_finish_still_releases_the_sink():
     class BadStrategy:
+        holds = 0
+
         def run(self, batch, compute):
-            return compute(batch)
+            return [(batch, compute(batch))]
+
+        def finish(self, compute):
+            return []
 
         def summary(self):
             return {}

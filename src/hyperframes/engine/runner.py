@@ -312,8 +312,8 @@ class Runner:
                     outbox.put(result)
                 t3 = time.perf_counter()
                 stats.add(frames=batch.count, busy=t2 - t1, wait_in=t1 - t0, wait_out=t3 - t2)
-            if run.stream is not None and self._error is None:
-                for result in run.stream.finish():
+            if self._error is None:
+                for result in run.flush(slots=self.slots, dead=self.dead):
                     outbox.put(result)
         except BaseException as exc:
             self._fail(exc)
@@ -328,7 +328,7 @@ class Runner:
         try:
             if run.stream is not None:
                 return run.stream.push(batch)
-            return [run.apply(batch, slots=self.slots, dead=self.dead)]
+            return run.apply(batch, slots=self.slots, dead=self.dead)
         except FramesFailed:
             raise
         except BaseException as exc:

@@ -65,10 +65,20 @@ class Stream(Protocol):
 
 
 class Strategy(Protocol):
-    """Decides which frames of a batch to compute and fills in the rest (e.g. reuse)."""
+    """Decides which frames of a batch to compute and fills in the rest (e.g. reuse).
 
-    def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> Any:
-        """Return the results for every frame of ``batch``, calling ``compute`` as needed."""
+    It may hold up to ``holds`` batches back, to decide them knowing the frames after.
+    """
+
+    holds: int
+
+    def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
+        """Take the next batch in order; return the batches now decided, in order, each
+        with its results, calling ``compute`` (on any batch it holds) as needed."""
+        ...
+
+    def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
+        """The input has ended: decide and return every batch still held, in order."""
         ...
 
     def summary(self) -> dict[str, Any]: ...
@@ -97,6 +107,8 @@ class Stage:
             run (then ``fn`` is not used and the stage is ordered).
         make_strategy: makes the per-run state of a compute strategy such as reuse.
         split: calls of ``fn`` the strategy may make at once on parts of one batch.
+        holds: batches the strategy may hold back at once (the pool gets as many more
+            slots).
         facts: what the stage tells the sink about the frames (merged into the ``info``
             the sink opens with), e.g. the grouping options a grouping stage used.
     """
@@ -113,6 +125,7 @@ class Stage:
     make_stream: Callable[[int], Stream] | None = None
     make_strategy: Callable[[], Strategy] | None = None
     split: int = 1
+    holds: int = 0
     facts: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -134,7 +147,7 @@ class Stage:
 
     def held(self, batch_size: int) -> int:
         """The batches this stage may hold back at once with batches of ``batch_size``."""
-        return 0 if self.make_stream is None else self.make_stream(batch_size).holds
+        return self.holds if self.make_stream is None else self.make_stream(batch_size).holds
 
     def start(
         self,

@@ -62,14 +62,24 @@ class StageRun:
                 return figures
         return None
 
-    def apply(self, batch: Batch, *, slots: int, dead: DeadLetters) -> Batch:
-        """Run the stage on ``batch`` and return the handle of the result (maybe moved)."""
-        if self.strategy is not None:
-            results = self.strategy.run(batch, lambda b: self._compute(b, dead))
-        else:
+    def apply(self, batch: Batch, *, slots: int, dead: DeadLetters) -> list[Batch]:
+        """Run the stage on ``batch``; return the handles of the results now ready (maybe
+        moved; a strategy may hold a batch back and return it with the next)."""
+        if self.strategy is None:
             results = self._compute(batch, dead)
-        batch.halo = None
-        return self._land(batch, results, slots=slots)
+            batch.halo = None
+            return [self._land(batch, results, slots=slots)]
+        decided = self.strategy.run(batch, lambda b: self._compute(b, dead))
+        return [self._land(b, results, slots=slots) for b, results in decided]
+
+    def flush(self, *, slots: int, dead: DeadLetters) -> list[Batch]:
+        """The input has ended: the batches a stream or strategy still holds, decided."""
+        if self.stream is not None:
+            return self.stream.finish()
+        if self.strategy is not None:
+            decided = self.strategy.finish(lambda b: self._compute(b, dead))
+            return [self._land(b, results, slots=slots) for b, results in decided]
+        return []
 
     # -- calling, with retries and per-frame fallback -----------------------------------
 

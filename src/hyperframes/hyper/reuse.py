@@ -11,11 +11,13 @@ never across a hyperframe boundary, never unverified.
 The stage keeps its state on one thread, in input order; the frames it must compute are
 split into ``workers`` chunks computed at once, so a costly function still uses every core.
 
-With ``verify_every=k`` every k-th shared result is computed anyway; the report gives
-the measured error (PSNR of shared vs computed frames, or the share of per-frame values
-that differed). While the run goes, :meth:`ReuseStrategy.quality` gives the PSNR of the
-mean MSE over the last ``recent`` verifications (``psnr_mean_recent`` in the summary),
-which monitors show as the stage's PSNR.
+With ``verify_every=k`` every k-th shared result is computed anyway (and counted as a
+call, not as reused); the report gives the measured error: PSNR of shared vs computed
+frames, or for per-frame values their mean agreement as ``agree`` scores it
+(``hyper.agree``: ``"equal"`` by default, ``"boxes"`` for detections). While the run
+goes, :meth:`ReuseStrategy.quality` gives the PSNR of the mean MSE over the last
+``recent`` verifications (``psnr_mean_recent`` in the summary), which monitors show as the
+stage's PSNR.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from ..engine.report import StageQuality
 from ..errors import StageError
-from ..frames import Batch, FramePool
+from ..frames import Batch
+from ._rows import RowComputer, assemble
+from .agree import Agreement, equal
 
 RECENT = 64
 """How many of the latest verifications the running PSNR (``psnr_mean_recent``) covers."""
@@ -61,6 +64,8 @@ class ReuseStrategy:
         stage: the stage's name (for messages and thread names).
         split: chunks of the frames to compute that are computed at once.
         recent: how many of the latest verifications ``psnr_mean_recent`` covers.
+        frames_out: the stage returns frames (stacked), not per-frame values.
+        agree: scores a shared per-frame value against the computed one, in [0, 1].
 
     Raises:
         ValueError: ``verify_every`` or ``recent`` below 1.
@@ -74,6 +79,8 @@ class ReuseStrategy:
         stage: str,
         split: int = 1,
         recent: int = RECENT,
+        frames_out: bool = True,
+        agree: Agreement = equal,
     ) -> None:
         if verify_every is not None and verify_every < 1:
             raise ValueError(f"verify_every must be at least 1, got {verify_every}")
@@ -91,19 +98,21 @@ class ReuseStrategy:
         self._error_sum = 0.0
         self._error_worst = 0.0
         self._recent: deque[float] = deque(maxlen=recent)
-        self._values = False
+        self._values = not frames_out  # per-frame values: agreement, not PSNR
+        self._shareable = 0  # members within the bound so far (the verify_every cadence)
         self._group = -1
         self._base: np.ndarray | None = None
         self._base_result: Any = None
-        self.split = split
-        self._scratch: FramePool | None = None
-        self._threads: ThreadPoolExecutor | None = None
+        self.frames_out = frames_out
+        self.agree = agree
+        self.rows = RowComputer(stage=stage, split=split)
 
     def summary(self) -> dict[str, Any]:
         """Counts, and the error measured on verified frames: ``verify_psnr_min`` (the
         worst frame) and ``psnr_mean_recent`` (the mean MSE of the last ``recent``
-        verifications, as PSNR), ``None`` when exact; or ``verify_mismatch_rate`` for
-        per-frame values."""
+        verifications, as PSNR), ``None`` when exact; or for per-frame values
+        ``verify_agreement``, their mean agreement as ``agree`` scores it, and
+        ``verify_mismatch_rate`` (1 minus it)."""
         total = self.computed + self.reused
         with self._errors_lock:
             verified, worst, error_sum = self.verified, self._error_worst, self._error_sum
@@ -115,6 +124,7 @@ class ReuseStrategy:
             "verified": verified,
         }
         if verified and self._values:
+            out["verify_agreement"] = round(1 - error_sum / verified, 6)
             out["verify_mismatch_rate"] = round(error_sum / verified, 6)
         elif verified:
             out["verify_psnr_min"] = _db(worst)
@@ -134,7 +144,12 @@ class ReuseStrategy:
             window = self._recent.maxlen or count
         return StageQuality.of_mse(mean, samples=count, window=window)
 
-    def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> Any:
+    holds = 0  # decides each batch as it comes
+
+    def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
+        return []
+
+    def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         from .distance import frame_mse
 
         if "hyperframe" not in batch.meta:
@@ -164,98 +179,37 @@ class ReuseStrategy:
                 need.append(j)
                 continue
             source[j] = base_row if base_row is not None else -1  # -1: the kept base result
-            self.reused += 1
-            if self.verify_every and self.reused % self.verify_every == 0:
-                verify.append(j)
+            self._shareable += 1
+            if self.verify_every and self._shareable % self.verify_every == 0:
+                verify.append(j)  # computed anyway: a call, not a reuse
                 need.append(j)
-        computed = self._compute_rows(batch, need, compute)
+        computed = self.rows.compute(batch, need, compute)
         orphans = [
             j
             for j, src in enumerate(source)
             if src is not None and src >= 0 and src not in computed
         ]  # their base failed for good: compute them
         if orphans:
-            computed.update(self._compute_rows(batch, orphans, compute))
+            computed.update(self.rows.compute(batch, orphans, compute))
             for j in orphans:
                 source[j] = None
-        self.computed += len(computed)
-        results = self._assemble(batch, source, computed, carried)
+        self.computed += len(need) + len(orphans)
+        values: dict[int, Any] = {}
+        for j in range(batch.count):
+            src = source[j]
+            if j in computed:
+                values[j] = computed[j]
+            elif src is not None:
+                values[j] = _copy(carried) if src == -1 else _copy(computed[src])
+        self.reused += sum(1 for j in values if j not in computed)
         self._check(verify, source, computed, carried)
         if self._group >= 0 and base_row is not None and base_row in computed:
             self._base_result = _copy(computed[base_row])
-        return results
-
-    def _compute_rows(
-        self, batch: Batch, rows: list[int], compute: Callable[[Batch], Any]
-    ) -> dict[int, Any]:
-        """Results of the given rows, by row; rows that failed for good are absent.
-
-        The rows are copied into scratch slots, ``split`` chunks computed at once.
-        """
-        if not rows:
-            return {}
-        if self._scratch is None:
-            pool = batch.pool
-            self._scratch = FramePool(
-                pool.spec, batch_size=pool.batch_size, slots=self.split, name="reuse"
-            )
-        size = -(-len(rows) // self.split)
-        chunks = [rows[k : k + size] for k in range(0, len(rows), size)]
-        if len(chunks) == 1:
-            return self._compute_chunk(batch, chunks[0], compute)
-        if self._threads is None:
-            self._threads = ThreadPoolExecutor(self.split, thread_name_prefix=f"hf-{self.stage}")
-        out: dict[int, Any] = {}
-        for part in self._threads.map(lambda c: self._compute_chunk(batch, c, compute), chunks):
-            out.update(part)
-        return out
-
-    def _compute_chunk(
-        self, batch: Batch, rows: list[int], compute: Callable[[Batch], Any]
-    ) -> dict[int, Any]:
-        assert self._scratch is not None
-        slot = self._scratch.acquire(holder=self.stage)
-        try:
-            sub = Batch(
-                batch.seq,
-                batch.index[rows],
-                self._scratch,
-                slot,
-                {k: v[rows] for k, v in batch.meta.items()},
-            )
-            sub.frames[:] = batch.frames[rows]
-            out = compute(sub)
-            by_id = {int(i): r for i, r in zip(sub.index.tolist(), _rows(out), strict=True)}
-        finally:
-            self._scratch.release(slot)
-        return {j: by_id[int(batch.index[j])] for j in rows if int(batch.index[j]) in by_id}
+        return [(batch, assemble(batch, values, frames_out=self.frames_out))]
 
     def close(self) -> None:
         """Stop the threads that compute chunks (called at the end of a run)."""
-        if self._threads is not None:
-            self._threads.shutdown(wait=True)
-            self._threads = None
-
-    def _assemble(
-        self, batch: Batch, source: list[int | None], computed: dict[int, Any], carried: Any
-    ) -> Any:
-        keep: list[int] = []
-        values: list[Any] = []
-        for j in range(batch.count):
-            if j in computed:
-                value = computed[j]
-            elif source[j] is not None:
-                src = source[j]
-                value = _copy(carried) if src == -1 else computed[src]  # type: ignore[index]
-            else:
-                continue  # failed for good (a dead letter)
-            keep.append(j)
-            values.append(value)
-        batch.keep(keep)
-        if values and isinstance(values[0], np.ndarray) and values[0].ndim >= 1:
-            return np.stack(values)
-        self._values = True
-        return values
+        self.rows.close()
 
     def _check(
         self, verify: list[int], source: list[int | None], computed: dict[int, Any], carried: Any
@@ -268,11 +222,10 @@ class ReuseStrategy:
             if j not in computed or shared is None:
                 continue
             exact = computed[j]
-            if isinstance(exact, np.ndarray) and exact.ndim >= 2:
-                error = float(mse(np.asarray(shared), exact))
+            if self.frames_out:
+                error = float(mse(np.asarray(shared), np.asarray(exact)))
             else:
-                self._values = True
-                error = 0.0 if _equal(shared, exact) else 1.0
+                error = 1.0 - float(self.agree(shared, exact))
             with self._errors_lock:
                 self.verified += 1
                 self._error_sum += error
@@ -285,16 +238,5 @@ def _db(mse: float) -> float | None:
     return round(-10 * math.log10(mse), 3) if mse > 0 else None
 
 
-def _rows(out: Any) -> list[Any]:
-    return list(out)
-
-
 def _copy(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
-
-
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-    except Exception:
-        return bool(a == b)

