@@ -58,7 +58,7 @@ MARGIN = 0.6
 """The share of the error budget ``1 - target`` that shared answers aim to use."""
 RATE = 1 / 32
 """The least share of shared frames that are verified (more where frames moved more)."""
-LEARN = 0.5
+LEARN = 1.0
 """How fast ``scale`` follows the samples (per sample, in log units)."""
 GROW, SHRINK = 1.1, 0.8
 """``scale``'s step when the ends of a planned stretch agree / disagree: it settles where
@@ -258,13 +258,15 @@ class TargetReuse:
         self, shared: list[int], sources: dict[int, int | None]
     ) -> tuple[list[int], dict[int, float]]:
         """Shared frames to verify, each drawn with probability ``RATE`` raised by how far it
-        moved from its answer's frame; weights undo that bias in the estimate."""
+        moved from its answer's frame and by how wrong shared answers were lately; weights
+        undo that bias in the estimate."""
         chosen: list[int] = []
         weights: dict[int, float] = {}
         reach = self.reach
         for i in shared:
             moved = change(self._looks[i], self._looks[sources[i]])  # type: ignore[index]
-            p = min(0.25, RATE * (1 + 2 * moved / reach))
+            doubt = 1 + 8 * (1 - self._recent)  # answers found wrong lately: look more
+            p = min(0.5, RATE * (1 + 2 * moved / reach) * doubt)
             if self._rng.random() < p:
                 chosen.append(i)
                 weights[i] = RATE / p
