@@ -36,17 +36,17 @@ def _as_boxes(rects: object) -> np.ndarray:
 
 
 class HaarFaces:
-    """OpenCV's frontal-face Haar cascade on the grey frame (OpenCV 4.x)."""
+    """An OpenCV Haar cascade on the grey frame (OpenCV 4.x): frontal faces by default."""
 
     name = "haar-face"
+    cascade_file = "haarcascade_frontalface_default.xml"
 
     def __init__(self) -> None:
         if not hasattr(cv2, "CascadeClassifier"):
             raise RuntimeError(
                 "this OpenCV has no CascadeClassifier; pip install 'opencv-python-headless<5'"
             )
-        path = cv2.data.haarcascades + "haarcascade_frontalface_default.xml"
-        self.cascade = cv2.CascadeClassifier(path)
+        self.cascade = cv2.CascadeClassifier(cv2.data.haarcascades + self.cascade_file)
 
     def __call__(self, frames: np.ndarray) -> list[np.ndarray]:
         out = []
@@ -55,6 +55,16 @@ class HaarFaces:
             found = self.cascade.detectMultiScale(grey, 1.1, 5, minSize=(24, 24))
             out.append(_as_boxes(found))
         return out
+
+
+class HaarProfiles(HaarFaces):
+    name = "haar-profile"
+    cascade_file = "haarcascade_profileface.xml"
+
+
+class HaarEyes(HaarFaces):
+    name = "haar-eyes"
+    cascade_file = "haarcascade_eye.xml"
 
 
 class HogPeople:
@@ -163,4 +173,4 @@ class MtcnnFaces:
         return out
 
 
-DETECTORS = {d.name: d for d in (HaarFaces, HogPeople, MtcnnFaces)}
+DETECTORS = {d.name: d for d in (HaarFaces, HaarProfiles, HaarEyes, HogPeople, MtcnnFaces)}

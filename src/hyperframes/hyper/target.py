@@ -48,10 +48,13 @@ from ._rows import RowComputer, assemble
 from .agree import Agreement
 from .glance import change, thumbnails
 
-SPAN = 32
+SPAN = 16
 """Frames one answer may serve at ``scale`` 1 (at least 1, at most :data:`MAX_SPAN`)."""
 MAX_SPAN = 512
-REACH = 0.25
+EXCURSION = 0.1
+"""How far a frame between two agreeing computed frames must stray from both (and more
+than they differ from each other) to be computed too, at ``scale`` 1."""
+REACH = 0.5
 """How far (:func:`~hyper.glance.change`) a frame may move from a computed one and still
 share its answer, at ``scale`` 1."""
 MARGIN = 0.6
@@ -60,9 +63,11 @@ RATE = 1 / 32
 """The least share of shared frames that are verified (more where frames moved more)."""
 LEARN = 1.0
 """How fast ``scale`` follows the samples (per sample, in log units)."""
-GROW, SHRINK = 1.1, 0.8
-"""``scale``'s step when the ends of a planned stretch agree / disagree: it settles where
-about 30 % of stretches hold a change of answer, which refining finds in log2(span) calls."""
+GROW = 1.2
+"""``scale``'s step when the ends of a stretch agree; when they disagree it shrinks by the
+step that makes it settle where ``3 * (1 - target)`` of stretches hold a change of answer
+(30 % at 0.9), which refining finds in log2(span) calls: the stricter the target, the
+shorter the stretches, and the fewer short changes of answer go unseen inside them."""
 RECENT = 0.25
 """Weight of the newest sample in the running agreement that gates growth."""
 Z = 1.645
@@ -98,9 +103,11 @@ class TargetReuse:
         self.rows = RowComputer(stage=stage, split=split)
         self.scale = 1.0
         self._budget = MARGIN * (1 - self.target)
+        changing = min(0.5, 3 * (1 - self.target))  # the share of stretches aimed at
+        self._shrink = GROW ** (-(1 - changing) / changing)
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()  # summary() is read by monitors on other threads
-        self.frames = self.calls = self.verified = 0
+        self.frames = self.calls = self.verified = self.refined = 0
         self._weight = self._weighted = self._weight_sq = 0.0
         # by position in the stream: the batches held, the thumbnails of their frames and
         # of the last computed frame before them, the answers computed, the frames tried
@@ -135,7 +142,7 @@ class TargetReuse:
             for ends_agree in agreed:
                 # grow only while the samples say shared answers are as good as aimed at
                 if not ends_agree or self._recent >= 1 - self._budget:
-                    self._rescale(GROW if ends_agree else SHRINK)
+                    self._rescale(GROW if ends_agree else self._shrink)
         return self._decide(compute) if len(self._batches) > self.holds else []
 
     def _refined(self, compute: Callable[[Batch], Any]) -> list[bool]:
@@ -143,6 +150,8 @@ class TargetReuse:
         more, agreed = self._refine()
         while more:
             self._compute(more, compute)
+            with self._lock:
+                self.refined += len(more)
             more, _ = self._refine()
         return agreed
 
@@ -177,12 +186,25 @@ class TargetReuse:
             if q - p < 2:
                 continue
             agreed.append(self._score(self._answers[p], self._answers[q]) >= self.target)
-            if agreed[-1] or q - max(p + 1, first) < 1:
+            if q - max(p + 1, first) < 1:
                 continue
-            row = _halfway(self._looks, p, q, first=max(p + 1, first))
-            if row not in self._tried:
+            if agreed[-1]:
+                row = self._excursion(p, q, first=max(p + 1, first))
+            else:
+                row = _halfway(self._looks, p, q, first=max(p + 1, first))
+            if row is not None and row not in self._tried:
                 more.append(row)
         return more, agreed
+
+    def _excursion(self, p: int, q: int, *, first: int) -> int | None:
+        """The frame between agreeing ends ``p`` and ``q`` that looks least like either, if
+        it strays further from both than they are from each other (a shot that cuts away
+        and back, something passing through): its answer may differ from theirs."""
+        look = self._looks
+        far = [min(change(look[r], look[p]), change(look[r], look[q])) for r in range(first, q)]
+        k = int(np.argmax(far))
+        floor = EXCURSION * math.sqrt(self.scale)
+        return first + k if far[k] > max(floor, change(look[p], look[q])) else None
 
     def _compute(self, frames: list[int], compute: Callable[[Batch], Any]) -> dict[int, Any]:
         """Compute frames (positions in the stream) of the batches held; keep the answers."""
@@ -293,7 +315,7 @@ class TargetReuse:
         """Calls, calls saved, the agreement of shared answers as sampled, the estimated
         agreement of the output and its one-sided 95 % lower bound, and the current rule."""
         with self._lock:
-            frames, calls, verified = self.frames, self.calls, self.verified
+            frames, calls, verified, refined = self.frames, self.calls, self.verified, self.refined
             mean, low = self._shared_agreement()
             span, reach = self.span, self.reach
         shared = frames - calls
@@ -304,6 +326,7 @@ class TargetReuse:
             "reused": shared,
             "calls_saved": round(shared / frames, 4) if frames else 0.0,
             "verified": verified,
+            "refined": refined,
             "target": self.target,
             "agreement_shared": None if mean is None else round(mean, 4),
             "agreement": _of_output(frames, calls, 1.0 if mean is None else mean),
