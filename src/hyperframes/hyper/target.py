@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -60,7 +60,8 @@ share its answer, at ``scale`` 1."""
 MARGIN = 0.6
 """The share of the error budget ``1 - target`` that shared answers aim to use."""
 RATE = 1 / 32
-"""The least share of shared frames that are verified (more where frames moved more)."""
+"""The share of shared frames verified at first: more where frames moved more or answers
+were found wrong lately, less (down to an eighth) as agreeing samples add up."""
 LEARN = 1.0
 """How fast ``scale`` follows the samples (per sample, in log units)."""
 GROW = 1.2
@@ -68,6 +69,8 @@ GROW = 1.2
 step that makes it settle where ``3 * (1 - target)`` of stretches hold a change of answer
 (30 % at 0.9), which refining finds in log2(span) calls: the stricter the target, the
 shorter the stretches, and the fewer short changes of answer go unseen inside them."""
+PRIOR, PRIOR_WRONG = 4.0, 0.02
+"""Pseudo-samples before any is measured: 4 of which 2 % were wrong."""
 RECENT = 0.25
 """Weight of the newest sample in the running agreement that gates growth."""
 Z = 1.645
@@ -117,6 +120,8 @@ class TargetReuse:
         self._looks: dict[int, np.ndarray] = {}
         self._answers: dict[int, Any] = {}
         self._tried: set[int] = set()
+        self._pending: dict[int, tuple[int, float]] = {}  # samples chosen, to compute
+        self._sampled_to = 0  # frames before it have had their chance to be sampled
 
     @property
     def span(self) -> int:
@@ -136,26 +141,60 @@ class TargetReuse:
         for j in range(batch.count):
             self._looks[start + j] = thumbs[j]
         self._batches.append((start, batch))
-        self._compute(self._plan(start, batch.count), compute)
-        agreed = self._refined(compute)
+        # the samples chosen in the batch before are computed with this one's plan: one
+        # round, every worker busy
+        pending, self._pending = self._pending, {}
+        plan = self._plan(start, batch.count)
+        self._compute(plan + list(pending), compute)
+        self._verified(pending)
+        agreed = self._refined(compute, planned=set(plan))
         with self._lock:
             for ends_agree in agreed:
                 # grow only while the samples say shared answers are as good as aimed at
                 if not ends_agree or self._recent >= 1 - self._budget:
                     self._rescale(GROW if ends_agree else self._shrink)
+        # frames before this batch's last computed one share settled answers: sample them now
+        last = max(self._answers, default=start)
+        settled = range(max(start, self._sampled_to), last)
+        self._pending = self._sample([i for i in settled if i not in self._answers])
+        self._sampled_to = max(self._sampled_to, last)
         return self._decide(compute) if len(self._batches) > self.holds else []
 
-    def _refined(self, compute: Callable[[Batch], Any]) -> list[bool]:
-        """Refine until the ends of every stretch agree or meet; whether each agreed first."""
-        more, agreed = self._refine()
+    def _verified(self, samples: dict[int, tuple[int, float]]) -> None:
+        """Score computed samples against the answers they would have shared; learn."""
+        scored = [
+            (self._score(self._answers[source], self._answers[i]), weight)
+            for i, (source, weight) in samples.items()
+            if i in self._answers and source in self._answers
+        ]
+        with self._lock:
+            self.verified += len(scored)
+            for score, weight in scored:
+                self._recent += RECENT * (score - self._recent)
+                self._rescale(math.exp(LEARN * weight * (score - (1 - self._budget))))
+                self._learn(score, weight)
+
+    def _refined(
+        self,
+        compute: Callable[[Batch], Any],
+        *,
+        planned: set[int] = frozenset(),  # type: ignore[assignment]
+    ) -> list[bool]:
+        """Refine until the ends of every stretch agree or meet; whether the ends of each
+        stretch that ends at a ``planned`` frame agreed at first."""
+        more, agreed = self._refine(planned)
         while more:
             self._compute(more, compute)
             with self._lock:
                 self.refined += len(more)
-            more, _ = self._refine()
+            more, _ = self._refine(())
         return agreed
 
     def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
+        if self._batches and self._seen - 1 not in self._answers:
+            # close the last stretch: no batch after it will
+            self._compute([self._seen - 1], compute)
+            self._refined(compute)
         decided = []
         while self._batches:
             decided += self._decide(compute)
@@ -176,24 +215,33 @@ class TargetReuse:
                 ref, age = self._looks[i], 0
         return plan
 
-    def _refine(self) -> tuple[list[int], list[bool]]:
-        """One more frame inside each stretch whose ends' answers disagree; and for each
-        stretch, whether its ends agreed."""
+    def _refine(self, planned: Collection[int]) -> tuple[list[int], list[bool]]:
+        """Frames to compute inside stretches: where the ends' answers disagree, and where
+        a frame strays from agreeing ends; and whether each stretch that ends at a
+        ``planned`` frame had agreeing ends (the evidence that ``scale`` follows)."""
         ends = sorted(self._answers)
         first = self._batches[0][0]  # frames before it are decided already
-        more, agreed = [], []
+        agreed: list[bool] = []
+        stretches = []  # (p, q, where to start): stretches that need a look inside
         for p, q in itertools.pairwise(ends):
             if q - p < 2:
                 continue
-            agreed.append(self._score(self._answers[p], self._answers[q]) >= self.target)
-            if q - max(p + 1, first) < 1:
-                continue
-            if agreed[-1]:
-                row = self._excursion(p, q, first=max(p + 1, first))
+            ends_agree = self._score(self._answers[p], self._answers[q]) >= self.target
+            if q in planned:
+                agreed.append(ends_agree)
+            if q - max(p + 1, first) >= 1:
+                stretches.append((p, q, max(p + 1, first), ends_agree))
+        # a stretch whose ends disagree is cut in as many parts as there are workers to
+        # spare: fewer rounds of one call each, for a few more calls
+        cuts = max(1, self.rows.split // max(1, sum(not a for *_, a in stretches)))
+        more: list[int] = []
+        for p, q, start, ends_agree in stretches:
+            if ends_agree:
+                row = self._excursion(p, q, first=start)
+                rows = [] if row is None else [row]
             else:
-                row = _halfway(self._looks, p, q, first=max(p + 1, first))
-            if row is not None and row not in self._tried:
-                more.append(row)
+                rows = _cut(self._looks, p, q, first=start, parts=cuts + 1)
+            more += [r for r in rows if r not in self._tried and r not in more]
         return more, agreed
 
     def _excursion(self, p: int, q: int, *, first: int) -> int | None:
@@ -220,35 +268,34 @@ class TargetReuse:
         return got
 
     def _decide(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
-        """Share answers into the oldest batch held, verify a sample, and hand it on."""
+        """Share answers into the oldest batch held, verify a sample of what its last
+        stretch shares, and hand it on."""
         start, batch = self._batches[0]
         frames = range(start, start + batch.count)
-        sources = {i: self._source(i) for i in frames if i not in self._answers}
-        orphans = [i for i, src in sources.items() if src is None]
+        pending = {i: v for i, v in self._pending.items() if i < start + batch.count}
+        orphans = [i for i in frames if i not in self._answers and self._source(i) is None]
         self._compute(orphans, compute)  # nothing to share from: every computed frame failed
-        shared = [i for i, src in sources.items() if src is not None and i not in self._answers]
-        chosen, weights = self._sample(shared, sources)
-        exact = self._compute(chosen, compute)
-        samples = [
-            (self._score(self._answers[sources[i]], exact[i]), weights[i])  # type: ignore[index]
-            for i in chosen
-            if i in exact
-        ]
-        if any(score < self.target for score, _ in samples):
-            # a shared answer was wrong there: refine around it, then share anew
-            self._refined(compute)
-            sources = {i: self._source(i) for i in shared if i not in self._answers}
-        values = {i - start: self._answers[i] for i in frames if i in self._answers}
-        for i, src in sources.items():
-            if i not in self._answers and src is not None:
-                values[i - start] = _copy(self._answers[src])
+        end = start + batch.count
+        tail = range(max(start, self._sampled_to), end)  # its stretch was still open
+        pending.update(self._sample([i for i in tail if i not in self._answers]))
+        self._sampled_to = max(self._sampled_to, end)
+        for i in pending:
+            self._pending.pop(i, None)
+        self._compute(list(pending), compute)
+        self._verified(pending)
+        if any(
+            i in self._answers and self._score(self._answers[src], self._answers[i]) < self.target
+            for i, (src, _) in pending.items()
+            if src in self._answers
+        ):
+            self._refined(compute)  # a shared answer was wrong there: refine around it
+        values = {}
+        for i in frames:
+            src = i if i in self._answers else self._source(i)
+            if src is not None:
+                values[i - start] = self._answers[i] if src == i else _copy(self._answers[src])
         with self._lock:
             self.frames += batch.count
-            self.verified += len(samples)
-            for score, weight in samples:
-                self._recent += RECENT * (score - self._recent)
-                self._rescale(math.exp(LEARN * weight * (score - (1 - self._budget))))
-                self._learn(score, weight)
         self._batches.pop(0)
         self._forget(start + batch.count)
         return [(batch, assemble(batch, values, frames_out=self.frames_out))]
@@ -276,23 +323,30 @@ class TargetReuse:
             del self._looks[e]
         self._tried = {e for e in self._tried if e >= decided}
 
-    def _sample(
-        self, shared: list[int], sources: dict[int, int | None]
-    ) -> tuple[list[int], dict[int, float]]:
-        """Shared frames to verify, each drawn with probability ``RATE`` raised by how far it
-        moved from its answer's frame and by how wrong shared answers were lately; weights
-        undo that bias in the estimate."""
-        chosen: list[int] = []
-        weights: dict[int, float] = {}
+    def _sample(self, shared: list[int]) -> dict[int, tuple[int, float]]:
+        """Shared frames to verify, with the frame whose answer each shares and its weight.
+
+        Each is drawn with probability ``RATE``, raised by how far it moved from its
+        answer's frame, lowered as agreeing samples add up, and never below the share
+        that keeps the measured rate of wrong shared answers within the error budget;
+        the weight undoes that bias in the estimate.
+        """
+        chosen: dict[int, tuple[int, float]] = {}
         reach = self.reach
+        rate = RATE * max(0.125, math.sqrt(8 / max(8.0, self._weighted)))
+        # answers that go wrong even where frames look alike (a detector that flickers):
+        # compute enough of the shared frames that the rest stay within the error budget
+        wrong = (self._weight - self._weighted + PRIOR * PRIOR_WRONG) / (self._weight + PRIOR)
+        floor = min(0.95, max(0.0, 1 - self._budget / wrong))
         for i in shared:
-            moved = change(self._looks[i], self._looks[sources[i]])  # type: ignore[index]
-            doubt = 1 + 8 * (1 - self._recent)  # answers found wrong lately: look more
-            p = min(0.5, RATE * (1 + 2 * moved / reach) * doubt)
+            source = self._source(i)
+            if source is None:
+                continue
+            moved = change(self._looks[i], self._looks[source])
+            p = max(floor, min(0.5, rate * (1 + 2 * moved / reach)))
             if self._rng.random() < p:
-                chosen.append(i)
-                weights[i] = RATE / p
-        return chosen, weights
+                chosen[i] = (source, rate / p)
+        return chosen
 
     def _score(self, shared: Any, exact: Any) -> float:
         score = float(self.agree(shared, exact))
@@ -362,20 +416,21 @@ def check_target(target: float) -> float:
     return float(target)
 
 
-def _halfway(look: dict[int, np.ndarray], p: int, q: int, *, first: int) -> int:
-    """The frame in ``first..q-1`` (after computed ``p``, before computed ``q``) where half
-    of the stretch's change is done: next to a cut, or the middle of steady change."""
+def _cut(look: dict[int, np.ndarray], p: int, q: int, *, first: int, parts: int) -> list[int]:
+    """Frames in ``first..q-1`` (after computed ``p``, before computed ``q``) that cut the
+    stretch's change in ``parts`` equal parts: next to a cut, or evenly in steady change."""
     rows = range(first, q)
     steps = [change(look[r], look.get(r - 1, look[p])) for r in rows]
     total = sum(steps) + change(look[q], look[q - 1])
     if total <= 0:
-        return (first + q) // 2
-    done, best, gap = 0.0, first, math.inf
-    for r, step in zip(rows, steps, strict=True):
+        return sorted({first + (q - first) * k // parts for k in range(1, parts)})
+    done, cumulative = 0.0, []
+    for step in steps:
         done += step
-        if abs(done - total / 2) < gap:
-            best, gap = r, abs(done - total / 2)
-    return best
+        cumulative.append(done)
+    marks = np.asarray(cumulative)
+    picked = {first + int(np.argmin(np.abs(marks - total * k / parts))) for k in range(1, parts)}
+    return sorted(picked)
 
 
 def _of_output(frames: int, calls: int, shared_agreement: float) -> float | None:
