@@ -57,6 +57,7 @@ PAIRS = (
     "goldeneye:hog-people",
 )
 TARGETS = (0.90, 0.95)
+BATCH: int | None = None  # frames per batch: None sizes them by bytes, as users get
 
 
 def clip_path(name: str) -> Path:
@@ -226,7 +227,7 @@ def ours(
     fn = Lookup(frames, truth)
     got: dict[int, np.ndarray] = {}
     report = (
-        Pipeline.from_frames(frames, batch_size=32)
+        Pipeline.from_frames(frames, batch_size=BATCH)
         .map(fn, reuse_target=target, agree="boxes", into="det", workers=2, name="detect")
         .for_each(
             lambda ids, _f, meta: got.update(zip(ids.tolist(), meta["det"], strict=True)),
@@ -265,7 +266,7 @@ def timed(path: Path, limit: int | None, make: Callable, target: float | None) -
         calls[0] += len(frames)
         return inner(frames)
 
-    pipe = Pipeline.from_source(VideoSource(path, stop=limit), batch_size=32)
+    pipe = Pipeline.from_source(VideoSource(path, stop=limit), batch_size=BATCH)
     if target is None:
         pipe = pipe.map(detect, workers=2, into="det")
     else:

@@ -210,7 +210,7 @@ class Pipeline:
             )
             call = WindowCall(before, after)
         make_strategy: Callable[[], Strategy] | None = None
-        split = 1
+        split, holds = 1, 0
         if reuse == "base":
             bound = mse_bound(reuse_psnr=reuse_psnr, reuse_mse=reuse_mse)
             split, workers = workers, 1  # one thread keeps order; `split` compute at once
@@ -229,6 +229,7 @@ class Pipeline:
             make_strategy = partial(
                 TargetReuse, target, compare, stage=label, split=split, frames_out=into is None
             )
+            holds = 2 * split  # TargetReuse.holds: batches gathered for two rounds
 
         stages.append(
             Stage(
@@ -243,6 +244,7 @@ class Pipeline:
                 faults=faults,
                 make_strategy=make_strategy,
                 split=split,
+                holds=holds,
             )
         )
         return dataclasses.replace(self, stages=(*self.stages, *stages))

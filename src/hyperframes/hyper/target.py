@@ -120,7 +120,11 @@ class TargetReuse:
         self._looks: dict[int, np.ndarray] = {}
         self._answers: dict[int, Any] = {}
         self._tried: set[int] = set()
-        self._pending: dict[int, tuple[int, float]] = {}  # samples chosen, to compute
+        self._pending: dict[int, float] = {}  # samples chosen, to compute
+        self._planned: list[int] = []  # frames planned, to compute in the next round
+        self._fresh = 0  # batches gathered since the last round
+        self._window = 0  # the first frame of those batches
+        self.holds = 2 * split  # this round's batches, and the last round's not yet sampled
         self._sampled_to = 0  # frames before it have had their chance to be sampled
 
     @property
@@ -133,40 +137,69 @@ class TargetReuse:
 
     # -- batches in, decided batches out ----------------------------------------------------
 
-    holds = 1  # a batch is decided when the next one is seen: its last stretch is closed
-
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         start, self._seen = self._seen, self._seen + batch.count
         thumbs = thumbnails(batch.frames)
         for j in range(batch.count):
             self._looks[start + j] = thumbs[j]
         self._batches.append((start, batch))
-        # the samples chosen in the batch before are computed with this one's plan: one
-        # round, every worker busy
+        self._planned += self._plan(start, batch.count)
+        if self._fresh == 0:
+            self._window = start  # the first frame of this round's batches
+        self._fresh += 1
+        if self._fresh < self.rows.split:
+            return []  # gather a round for every worker
+        return self._round(compute, final=False)
+
+    def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
+        if not self._batches:
+            return []
+        if self._seen - 1 not in self._answers and self._seen - 1 not in self._planned:
+            self._planned.append(self._seen - 1)  # close the last stretch: nothing will
+        return self._round(compute, final=True)
+
+    def _round(self, compute: Callable[[Batch], Any], *, final: bool) -> list[tuple[Batch, Any]]:
+        """Compute what the batches gathered planned with the samples chosen last round (one
+        call each, every worker busy), refine, choose the next samples, and hand on every
+        batch whose frames were all sampled and whose samples are computed."""
+        self._fresh = 0
+        planned, self._planned = self._planned, []
         pending, self._pending = self._pending, {}
-        plan = self._plan(start, batch.count)
-        self._compute(plan + list(pending), compute)
+        self._compute(planned + list(pending), compute)
+        agreed = self._refined(compute, planned=set(planned))
         self._verified(pending)
-        agreed = self._refined(compute, planned=set(plan))
         with self._lock:
             for ends_agree in agreed:
                 # grow only while the samples say shared answers are as good as aimed at
                 if not ends_agree or self._recent >= 1 - self._budget:
                     self._rescale(GROW if ends_agree else self._shrink)
-        # frames before this batch's last computed one share settled answers: sample them now
-        last = max(self._answers, default=start)
-        settled = range(max(start, self._sampled_to), last)
-        self._pending = self._sample([i for i in settled if i not in self._answers])
+        ready = self._sampled_to  # frames before it were sampled, and the samples computed
+        # frames before the last computed one share settled answers: sample them now, to be
+        # computed with the next round's plan (at the end of the input: now)
+        # (and frames before this round's batches in any case, so that no batch is held
+        # for more than two rounds, whatever the span)
+        last = self._seen if final else max(max(self._answers, default=0), self._window)
+        chosen = self._sample([i for i in range(self._sampled_to, last) if i not in self._answers])
         self._sampled_to = max(self._sampled_to, last)
-        return self._decide(compute) if len(self._batches) > self.holds else []
+        if final:
+            self._compute(list(chosen), compute)
+            self._verified(chosen)
+            self._refined(compute)
+            ready = self._seen
+        else:
+            self._pending = chosen
+        decided = []
+        while self._batches and self._batches[0][0] + self._batches[0][1].count <= ready:
+            decided += self._decide(compute)
+        return decided
 
-    def _verified(self, samples: dict[int, tuple[int, float]]) -> None:
+    def _verified(self, samples: dict[int, float]) -> None:
         """Score computed samples against the answers they would have shared; learn."""
-        scored = [
-            (self._score(self._answers[source], self._answers[i]), weight)
-            for i, (source, weight) in samples.items()
-            if i in self._answers and source in self._answers
-        ]
+        scored = []
+        for i, weight in samples.items():
+            source = self._source(i, alone=True)  # what it would share, were it not computed
+            if i in self._answers and source is not None:
+                scored.append((self._score(self._answers[source], self._answers[i]), weight))
         with self._lock:
             self.verified += len(scored)
             for score, weight in scored:
@@ -175,10 +208,7 @@ class TargetReuse:
                 self._learn(score, weight)
 
     def _refined(
-        self,
-        compute: Callable[[Batch], Any],
-        *,
-        planned: set[int] = frozenset(),  # type: ignore[assignment]
+        self, compute: Callable[[Batch], Any], *, planned: Collection[int] = ()
     ) -> list[bool]:
         """Refine until the ends of every stretch agree or meet; whether the ends of each
         stretch that ends at a ``planned`` frame agreed at first."""
@@ -190,21 +220,11 @@ class TargetReuse:
             more, _ = self._refine(())
         return agreed
 
-    def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
-        if self._batches and self._seen - 1 not in self._answers:
-            # close the last stretch: no batch after it will
-            self._compute([self._seen - 1], compute)
-            self._refined(compute)
-        decided = []
-        while self._batches:
-            decided += self._decide(compute)
-        return decided
-
     def _plan(self, start: int, count: int) -> list[int]:
         """Frames that moved past ``reach`` from the last computed frame before them, or
         whose answer would serve more than ``span`` frames."""
         span, reach = self.span, self.reach
-        last = max(self._answers, default=None)
+        last = max([*self._answers, *self._planned], default=None)
         ref = None if last is None else self._looks[last]
         age = 0 if last is None else start - 1 - last
         plan: list[int] = []
@@ -268,27 +288,11 @@ class TargetReuse:
         return got
 
     def _decide(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
-        """Share answers into the oldest batch held, verify a sample of what its last
-        stretch shares, and hand it on."""
+        """Share answers into the oldest batch held and hand it on."""
         start, batch = self._batches[0]
         frames = range(start, start + batch.count)
-        pending = {i: v for i, v in self._pending.items() if i < start + batch.count}
         orphans = [i for i in frames if i not in self._answers and self._source(i) is None]
         self._compute(orphans, compute)  # nothing to share from: every computed frame failed
-        end = start + batch.count
-        tail = range(max(start, self._sampled_to), end)  # its stretch was still open
-        pending.update(self._sample([i for i in tail if i not in self._answers]))
-        self._sampled_to = max(self._sampled_to, end)
-        for i in pending:
-            self._pending.pop(i, None)
-        self._compute(list(pending), compute)
-        self._verified(pending)
-        if any(
-            i in self._answers and self._score(self._answers[src], self._answers[i]) < self.target
-            for i, (src, _) in pending.items()
-            if src in self._answers
-        ):
-            self._refined(compute)  # a shared answer was wrong there: refine around it
         values = {}
         for i in frames:
             src = i if i in self._answers else self._source(i)
@@ -300,9 +304,12 @@ class TargetReuse:
         self._forget(start + batch.count)
         return [(batch, assemble(batch, values, frames_out=self.frames_out))]
 
-    def _source(self, i: int) -> int | None:
-        """The computed frame whose answer frame ``i`` shares: the nearer (by thumbnail) of
-        the last one before it and the first one after it."""
+    def _source(self, i: int, *, alone: bool = False) -> int | None:
+        """The computed frame whose answer frame ``i`` shares: itself if computed (unless
+        ``alone``), else the nearer (by thumbnail) of the last computed one before it and
+        the first one after it."""
+        if i in self._answers and not alone:
+            return i
         before = max((e for e in self._answers if e < i), default=None)
         after = min((e for e in self._answers if e > i), default=None)
         if before is None:
@@ -323,15 +330,15 @@ class TargetReuse:
             del self._looks[e]
         self._tried = {e for e in self._tried if e >= decided}
 
-    def _sample(self, shared: list[int]) -> dict[int, tuple[int, float]]:
-        """Shared frames to verify, with the frame whose answer each shares and its weight.
+    def _sample(self, shared: list[int]) -> dict[int, float]:
+        """Shared frames to verify, each with its weight in the estimate.
 
         Each is drawn with probability ``RATE``, raised by how far it moved from its
         answer's frame, lowered as agreeing samples add up, and never below the share
         that keeps the measured rate of wrong shared answers within the error budget;
         the weight undoes that bias in the estimate.
         """
-        chosen: dict[int, tuple[int, float]] = {}
+        chosen: dict[int, float] = {}
         reach = self.reach
         rate = RATE * max(0.125, math.sqrt(8 / max(8.0, self._weighted)))
         # answers that go wrong even where frames look alike (a detector that flickers):
@@ -345,7 +352,7 @@ class TargetReuse:
             moved = change(self._looks[i], self._looks[source])
             p = max(floor, min(0.5, rate * (1 + 2 * moved / reach)))
             if self._rng.random() < p:
-                chosen[i] = (source, rate / p)
+                chosen[i] = rate / p
         return chosen
 
     def _score(self, shared: Any, exact: Any) -> float:
