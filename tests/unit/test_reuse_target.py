@@ -184,3 +184,19 @@ def test_base_reuse_of_boxes_of_different_lengths_does_not_crash_and_counts_call
     assert figures["computed"] + figures["reused"] == 32
     assert figures["calls_saved"] == round(figures["reused"] / 32, 4)
     assert figures["verify_agreement"] == 1.0
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_long_unchanging_run_neither_waits_nor_holds_more_than_it_declared(workers):
+    """Answers that never change let the span grow far past the batches held: batches are
+    still handed on within two rounds (no slot runs out), and few frames are computed."""
+    frames = np.full((3000, 8, 8, 3), 9, np.uint8)
+    fn = Counted(lambda f: 1)
+    report = (
+        Pipeline.from_frames(frames, batch_size=2)
+        .map(fn, reuse_target=0.95, into="a", workers=workers, name="f")
+        .run(slot_timeout=20)
+    )
+    assert report.frames == 3000
+    assert fn.calls < 0.1 * 3000
+    assert report.extra["f"]["span"] > 100

@@ -56,6 +56,14 @@ def thumbnails(frames: np.ndarray) -> np.ndarray:
 def change(a: np.ndarray, b: np.ndarray) -> float:
     """How far apart two thumbnails are: the mean of the largest tenth of their cell
     differences, in 0..1 (a cut is typically 0.2-0.6, sensor noise under 0.02)."""
-    diff = np.abs(a - b).reshape(-1)
-    top = max(1, int(diff.size * TOP))
-    return float(np.partition(diff, diff.size - top)[diff.size - top :].mean())
+    return float(changes(a[None], b)[0])
+
+
+def changes(many: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """:func:`change` of each thumbnail of ``many`` ``(n, h, w)`` against ``other`` (one
+    thumbnail, or ``n`` of them pairwise), as one float64 array."""
+    diff = np.abs(many - other).reshape(len(many), -1)
+    top = max(1, int(diff.shape[1] * TOP))
+    largest = np.partition(diff, diff.shape[1] - top, axis=1)[:, diff.shape[1] - top :]
+    out: np.ndarray = largest.sum(axis=1, dtype=np.float64) / top
+    return out

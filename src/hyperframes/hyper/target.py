@@ -5,29 +5,34 @@ differ from what ``fn`` would have said on that frame (agreement as ``agree`` sc
 see ``hyper.agree``); the stage computes as few frames as it can while its measured
 agreement stays at the target. No per-clip tuning: it learns as the run goes.
 
-How a batch is decided (all on one thread, in input order; the frames chosen in each round
-are computed ``split`` at a time by ``hyper._rows``):
+How frames are decided (on one thread, in input order; the frames chosen in each round are
+computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker busy):
 
 1. **Look**: every frame gets a tiny thumbnail (``hyper.glance``, about 5 % of decoding).
-2. **Plan**: walking the batch, a frame is computed when it has moved more than ``reach``
-   from the last computed frame (or the one carried from the batch before), or when that
-   answer has served ``span`` frames already. A hyperframe cut forces nothing by itself;
-   only change does.
+2. **Plan**: a frame is to be computed when its answer's frame would be more than
+   ``span`` frames back, or it moved more than ``reach`` from it (a cut). Batches are
+   gathered until there is a planned frame for every worker; then a round computes them.
 3. **Refine**: where the answers at the two ends of a stretch disagree (score below the
-   target), the frame where the stretch's change is half done is computed too, and so on
-   until the ends of every stretch agree or meet. A cut is found in one step this way.
-4. **Share**: each frame in between takes the answer of whichever end its thumbnail is
-   nearer; frames after the last computed one take its answer (the next batch is not
-   waited for).
-5. **Verify**: a random sample of the shared frames (more of those far from their
-   answer's frame) is computed anyway; each comparison is an unbiased, weighted sample of
-   how well shared answers agree. Verified frames keep their computed answer.
+   target), frames that cut the stretch's change into equal parts are computed (one per
+   spare worker), until the ends of every stretch agree or meet: a cut is found in one
+   or two steps. Between agreeing ends, a frame that strays from both (a shot that cuts
+   away and back) is computed too. A hyperframe cut forces nothing by itself.
+4. **Verify**: a random sample of the frames that will share an answer (more of those
+   far from their answer's frame, fewer as agreeing samples add up, never fewer than
+   the measured rate of wrong answers requires) is computed with the next round; each
+   is scored against the answer it would have shared: a weighted, unbiased sample of
+   how well shared answers agree. A wrong one is refined around like any disagreement.
+5. **Share**: a batch whose frames were all sampled, and whose samples are computed, is
+   handed on: each frame not computed takes the answer of the nearer (by thumbnail) of
+   the computed frames before and after it. At most ``2 * split`` batches wait.
 
-The samples drive the decision rule: one ``scale`` multiplies ``span`` and (by its square
-root) ``reach``, grows while samples agree and shrinks sharply when one does not, so that
-the shared answers' disagreement settles below a share of the error budget the target
-leaves. Every call, verification included, counts as a call in every figure; the summary
-gives the measured agreement of the output and a one-sided 95 % lower bound on it.
+The evidence drives the rule: one ``scale`` multiplies ``span`` and (by its square root)
+``reach``; it grows while planned stretches' ends agree (and the samples say shared
+answers are good), shrinks when they disagree so that about ``3 * (1 - target)`` of them
+do, and follows the samples so that the shared answers' disagreement settles below a
+share of the error budget the target leaves. Every call, verification included, counts
+as a call in every figure; the summary gives the measured agreement of the output and a
+one-sided 95 % lower bound on it.
 
 Longer than 300 lines: the plan, refining, sharing, sampling and the controller are one
 decision over the same held frames; split, they would pass that state back and forth.
@@ -46,7 +51,7 @@ import numpy as np
 from ..frames import Batch
 from ._rows import RowComputer, assemble
 from .agree import Agreement
-from .glance import change, thumbnails
+from .glance import change, changes, thumbnails
 
 SPAN = 16
 """Frames one answer may serve at ``scale`` 1 (at least 1, at most :data:`MAX_SPAN`)."""
@@ -121,6 +126,7 @@ class TargetReuse:
         self._answers: dict[int, Any] = {}
         self._tried: set[int] = set()
         self._pending: dict[int, float] = {}  # samples chosen, to compute
+        self._strays: dict[tuple[int, int, int], int | None] = {}  # excursions found
         self._planned: list[int] = []  # frames planned, to compute in the next round
         self._fresh = 0  # batches gathered since the last round
         self._window = 0  # the first frame of those batches
@@ -268,11 +274,15 @@ class TargetReuse:
         """The frame between agreeing ends ``p`` and ``q`` that looks least like either, if
         it strays further from both than they are from each other (a shot that cuts away
         and back, something passing through): its answer may differ from theirs."""
-        look = self._looks
-        far = [min(change(look[r], look[p]), change(look[r], look[q])) for r in range(first, q)]
-        k = int(np.argmax(far))
-        floor = EXCURSION * math.sqrt(self.scale)
-        return first + k if far[k] > max(floor, change(look[p], look[q])) else None
+        key = (p, q, first)
+        if key not in self._strays:  # a stretch is looked into once, not every pass
+            look = self._looks
+            rows = np.stack([look[r] for r in range(first, q)])
+            far = np.minimum(changes(rows, look[p]), changes(rows, look[q]))
+            k = int(np.argmax(far))
+            floor = EXCURSION * math.sqrt(self.scale)
+            self._strays[key] = first + k if far[k] > max(floor, change(look[p], look[q])) else None
+        return self._strays[key]
 
     def _compute(self, frames: list[int], compute: Callable[[Batch], Any]) -> dict[int, Any]:
         """Compute frames (positions in the stream) of the batches held; keep the answers."""
@@ -329,6 +339,7 @@ class TargetReuse:
         for e in [e for e in self._looks if e < decided and e not in keep]:
             del self._looks[e]
         self._tried = {e for e in self._tried if e >= decided}
+        self._strays = {k: v for k, v in self._strays.items() if k[1] >= decided}
 
     def _sample(self, shared: list[int]) -> dict[int, float]:
         """Shared frames to verify, each with its weight in the estimate.
@@ -426,16 +437,12 @@ def check_target(target: float) -> float:
 def _cut(look: dict[int, np.ndarray], p: int, q: int, *, first: int, parts: int) -> list[int]:
     """Frames in ``first..q-1`` (after computed ``p``, before computed ``q``) that cut the
     stretch's change in ``parts`` equal parts: next to a cut, or evenly in steady change."""
-    rows = range(first, q)
-    steps = [change(look[r], look.get(r - 1, look[p])) for r in rows]
-    total = sum(steps) + change(look[q], look[q - 1])
+    frames = np.stack([look.get(r, look[p]) for r in range(first - 1, q + 1)])
+    steps = changes(frames[1:], frames[:-1])  # into each of first..q
+    total = float(steps.sum())
     if total <= 0:
         return sorted({first + (q - first) * k // parts for k in range(1, parts)})
-    done, cumulative = 0.0, []
-    for step in steps:
-        done += step
-        cumulative.append(done)
-    marks = np.asarray(cumulative)
+    marks = np.cumsum(steps[:-1])
     picked = {first + int(np.argmin(np.abs(marks - total * k / parts))) for k in range(1, parts)}
     return sorted(picked)
 
