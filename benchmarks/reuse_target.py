@@ -49,12 +49,18 @@ HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "pyscenedetect_resources"
 PAIRS = (
     "carphone:haar-face",
+    "carphone:haar-eyes",
+    "carphone:haar-profile",
     "carphone:mtcnn-face",
     "bikes:hog-people",
     "bikes:haar-face",
+    "bikes:haar-profile",
     "bigbuckbunny:haar-face",
     "testvideo:hog-people",
     "goldeneye:hog-people",
+    "goldeneye:haar-face",
+    "fades:haar-face",
+    "fades:hog-people",
 )
 TARGETS = (0.90, 0.95)
 BATCH: int | None = None  # frames per batch: None sizes them by bytes, as users get

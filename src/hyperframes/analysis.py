@@ -258,9 +258,10 @@ def verdict(saving: float) -> str:
     return f"{percent(saving, unlike=WORTHWHILE_SAVING)} smaller ({side} the {bar} that pays off)"
 
 
-def plot_timeline(analysis: Analysis, path: str) -> None:
-    """Write a PNG of the adjacent-MSE timeline with the boundaries marked."""
-    from .metrics.timeline import figure_class
+def plot_timeline(analysis: Analysis, path: str, *, overwrite: bool = False) -> None:
+    """Write a PNG of the adjacent-MSE timeline with the boundaries marked (an output like
+    any other: see ``io.publish``)."""
+    from .metrics.timeline import figure_class, save_figure
 
     distances = analysis.distances
     fig = figure_class()(figsize=(12, 3.5))
@@ -274,4 +275,4 @@ def plot_timeline(analysis: Analysis, path: str) -> None:
     ax.set_title(f"{analysis.frames} frames, {analysis.hyperframes} hyperframes")
     ax.legend(loc="upper right")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, overwrite=overwrite)

@@ -60,7 +60,7 @@ from .errors import HyperframesError, MediaError
 from .executors.ray import RayExecutor, check_shippable, node_id
 from .frames import FrameSpec
 from .io.base import Sink
-from .io.publish import publish
+from .io.publish import check_output, publish, temp_beside, write_output
 from .io.video import VideoSource
 from .io.video_sink import VideoSink
 from .pipeline import Pipeline
@@ -403,9 +403,7 @@ def _run(
     **sink_options: Any,
 ) -> RunReport:
     t0 = time.perf_counter()
-    target = Path(output)
-    if target.exists() and not overwrite:
-        raise FileExistsError(f"{str(target)!r} exists; pass overwrite=True to replace it")
+    target = check_output(output, overwrite=overwrite)
     if cpus_per_segment < 1:
         raise ValueError(f"cpus_per_segment must be at least 1, got {cpus_per_segment}")
     VideoSink(target, overwrite=True, **sink_options)  # bad sink options fail here, not on Ray
@@ -468,9 +466,9 @@ def _prepare(
             return [(int(a), int(b)) for a, b in kept]
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    temporary = folder / ".manifest.json.partial"
-    temporary.write_text(json.dumps({"job": facts, "segments": [list(s) for s in plan]}))
-    publish(temporary, path)
+    write_output(
+        path, json.dumps({"job": facts, "segments": [list(s) for s in plan]}), overwrite=True
+    )
     return plan
 
 
@@ -595,7 +593,7 @@ def _wait_all(
 
 def join(parts: list[Path], offsets: list[float], output: Path) -> None:
     """Concatenate segment files into ``output`` by stream copy, shifting timestamps."""
-    temp = output.with_name(f".{output.stem}.partial{output.suffix}")
+    temp = temp_beside(output)
     try:
         with av.open(str(temp), "w") as out:
             with av.open(str(parts[0])) as first:

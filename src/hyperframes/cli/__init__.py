@@ -19,6 +19,7 @@ from types import FrameType
 from .._version import __version__
 from . import analyze, bench, demo, doctor, store, tune, video, view
 from .common import UsageError, fail
+from .paths import check_paths
 
 COMMANDS = (demo, video, analyze, store, view, tune, bench, doctor)
 
@@ -44,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         with signals_interrupt():
+            check_paths(args)
             result: int = args.run(args)
             sys.stdout.flush()  # a closed pipe shows here, while it can still be handled
         return result

@@ -27,8 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "in all; 0 turns the estimate off (default: 12)",
     )  # fmt: skip
     p.add_argument("--plot", default=None, help="write the MSE timeline to this PNG")
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace existing --plot, --report files"
+    )
     add_long_options(p, workers_help=None)  # one grouping stage: nothing to give workers
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, reads=("input",))
 
 
 def sample_count(text: str) -> int:
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     report, written = observed(args, "analyze", start)
     result = found[0]
     if args.plot:
-        plot_timeline(result, args.plot)
+        plot_timeline(result, args.plot, overwrite=args.overwrite)
     if args.json:
         data = result.to_dict()
         data["fps"] = report.fps

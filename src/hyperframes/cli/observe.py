@@ -98,20 +98,21 @@ def finish_observe(
     args: argparse.Namespace, monitor: Monitors | None, report: RunReport
 ) -> dict[str, Any]:
     """Write ``--report`` and ``--plot-dir`` after a run; returns what was written where."""
-    from ..io.publish import publish
+    from ..io.publish import write_output
     from ..metrics.timeline import Timeline
 
     written: dict[str, Any] = {}
+    overwrite = bool(getattr(args, "overwrite", False))
     if getattr(args, "report", None):
         path = Path(args.report)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.partial")
-        temporary.write_text(json.dumps(report.to_dict(), indent=2, default=str) + "\n")
-        publish(temporary, path)
+        text = json.dumps(report.to_dict(), indent=2, default=str) + "\n"
+        write_output(path, text, overwrite=overwrite)
         written["report"] = str(path)
     timeline = monitor.find(Timeline) if monitor is not None else None
     if timeline is not None and getattr(args, "plot_dir", None):
-        written["plots"] = [str(p) for p in timeline.write_plots(args.plot_dir)]
+        plots = timeline.write_plots(args.plot_dir, overwrite=overwrite)
+        written["plots"] = [str(p) for p in plots]
     return written
 
 

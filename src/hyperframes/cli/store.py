@@ -37,6 +37,10 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     return store.store_info(path)
 
 
+IMAGE_KINDS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
+"""The image files ``frame`` writes, by suffix."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pack", help="group a video into hyperframes and store them")
     p.add_argument("input", metavar="IN")
@@ -69,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     either.add_argument("--overwrite", action="store_true", help="replace an existing store")
     add_long_options(p, workers_help="encoding threads")
-    p.set_defaults(run=run_pack)
+    p.set_defaults(run=run_pack, reads=("input",), writes=("store",))
 
     p = sub.add_parser("unpack", help="write a store's frames as a video or image folder")
     p.add_argument("store", metavar="STORE")
@@ -77,19 +81,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--codec", default=None, help="video codec; ffv1 (lossless) by default")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     add_long_options(p, workers_help="unused: the store decodes on its own threads")
-    p.set_defaults(run=run_unpack)
+    p.set_defaults(run=run_unpack, reads=("store",), writes=("output",))
 
     p = sub.add_parser("frame", help="write one frame of a store as an image")
     p.add_argument("store", metavar="STORE")
     p.add_argument("index", type=int, metavar="INDEX", help="frame index (negative: from end)")
     p.add_argument("output", metavar="OUT.png")
     p.add_argument("--overwrite", action="store_true", help="replace an existing image")
-    p.set_defaults(run=run_frame)
+    p.set_defaults(run=run_frame, reads=("store",), writes=("output",))
 
     p = sub.add_parser("verify", help="check every checksum of a store")
     p.add_argument("store", metavar="STORE")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(run=run_verify)
+    p.set_defaults(run=run_verify, reads=("store",))
 
 
 def run_pack(args: argparse.Namespace) -> int:
@@ -224,15 +228,16 @@ def run_unpack(args: argparse.Namespace) -> int:
 def run_frame(args: argparse.Namespace) -> int:
     import cv2
 
+    from ..io.publish import check_output, write_output
     from ..store import FrameStore
 
     out = Path(args.output)
-    if not cv2.haveImageWriter(args.output):  # imwrite raises cv2.error for these
-        raise ValueError(f"cannot write an image named {args.output!r}; use .png or .jpg")
-    if (out.exists() or out.is_symlink()) and not args.overwrite:
-        raise FileExistsError(f"{args.output!r} exists; pass --overwrite to replace it")
-    if out.is_dir():
-        raise IsADirectoryError(f"{args.output!r} is a folder; name an image file")
+    kind = out.suffix.lower()
+    if kind not in IMAGE_KINDS:
+        raise ValueError(
+            f"cannot write an image named {args.output!r}; use one of {', '.join(IMAGE_KINDS)}"
+        )
+    check_output(out, overwrite=args.overwrite)
     with FrameStore(args.store, read_ahead=False) as store:
         frame = store[args.index]
     channels = 1 if frame.ndim == 2 else frame.shape[-1]
@@ -240,13 +245,11 @@ def run_frame(args: argparse.Namespace) -> int:
         frame = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)
     elif channels == 4:
         frame = cv2.cvtColor(frame, cv2.COLOR_RGBA2BGRA)
-    temp = out.with_name(f".{out.stem}.partial-{os.getpid()}{out.suffix}")
-    try:
-        if not cv2.imwrite(str(temp), frame):
-            raise ValueError(f"cannot write an image named {args.output!r}; use .png or .jpg")
-        os.replace(temp, out)  # replaces a symlink at ``out`` itself, never its target
-    finally:
-        temp.unlink(missing_ok=True)
+    # encoded in memory: the path never reaches OpenCV, which cannot take every file name
+    done, data = cv2.imencode(kind, frame)
+    if not done:
+        raise ValueError(f"cannot encode this frame as {kind}; use .png")
+    write_output(out, data.tobytes(), overwrite=args.overwrite)
     print(args.output)
     return 0
 

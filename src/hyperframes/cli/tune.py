@@ -87,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="ultrafast", help="encoder preset (libx264/libx265)")
     p.add_argument("--max-memory-mib", type=float, default=None, help="pool memory budget")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, reads=("input",))
 
 
 def powers(text: str) -> list[int]:

@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_long_options(p)
     add_chunk_options(p)
-    p.set_defaults(run=run_transcode)
+    p.set_defaults(run=run_transcode, reads=("input",), writes=("output",))
 
     p = sub.add_parser("render", help="render frames with MODULE:FUNCTION f(i) -> array")
     p.add_argument("function", metavar="MODULE:FUNCTION")
@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_encoder_options(p)
     add_long_options(p)
     add_chunk_options(p)
-    p.set_defaults(run=run_render)
+    p.set_defaults(run=run_render, writes=("output",))
 
 
 def add_encoder_options(p: argparse.ArgumentParser) -> None:

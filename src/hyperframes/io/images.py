@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import CorruptFrame, FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Chunk, Sink, Source
-from .publish import fsync_path, publish_files
+from .publish import fsync_path, publish_files, store_folder_of
 from .video import CHANNELS, OnCorrupt, PixFmt, check_frames, frame_format
 
 #: Extensions a folder source picks up.
@@ -272,6 +272,12 @@ class ImageSequenceSink(Sink):
             raise ValueError(f"OpenCV cannot write {first!r}; end the pattern with .png or .jpg")
         if self.directory.exists() and not self.directory.is_dir():
             raise NotADirectoryError(f"{str(self.directory)!r} is a file; name a folder")
+        store = store_folder_of(self.directory)
+        if store is not None:
+            raise ValueError(
+                f"{str(self.directory)!r} is inside the store {str(store)!r}; write images "
+                "outside it"
+            )
         if (self.directory / first).exists() and not overwrite:
             raise FileExistsError(
                 f"{str(self.directory / first)!r} exists; pass overwrite=True or use another folder"

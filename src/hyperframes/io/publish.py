@@ -1,21 +1,116 @@
-"""Durable write-then-rename: what every output that is written under a temporary name
-uses to move it into place.
+"""One way to write an output: checked first, written under a name of the run's own,
+then moved into place durably.
 
-``os.replace`` alone is atomic but not durable: after a power cut the new name can point
-at a file whose data never reached the disk (a zero-length or partly written output), and
-the rename itself can be lost. :func:`publish` flushes the data first, renames, then
-flushes the folder that holds the new name.
+Every output of every command and of the API goes through here:
+
+* :func:`check_output` before any work: an existing path is refused unless ``overwrite``;
+  a symbolic link is never written through (refused, whatever ``overwrite`` says); a
+  folder, a missing or unwritable parent, and a path inside a store's folder are refused.
+* :func:`temp_beside` names the temporary file or folder: hidden, beside the target, unique
+  to the run (pid and a random token), so two runs writing one name never share a file:
+  the later one to finish wins whole.
+* :func:`publish` flushes it, renames it over the target (atomic) and flushes the folder.
+  ``os.replace`` alone is atomic but not durable: after a power cut the new name can point
+  at a file whose data never reached the disk, and the rename itself can be lost.
+* :func:`write_output` does all three for bytes or text (reports, small files).
 
 Example:
-    >>> temp.write_bytes(payload)  # doctest: +SKIP
-    >>> publish(temp, final)  # doctest: +SKIP
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> write_output(folder / "report.json", "{}")
+    >>> write_output(folder / "report.json", "{}")
+    Traceback (most recent call last):
+    FileExistsError: '...report.json' exists; pass overwrite=True to replace it
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
+
+STORE_MARK = "data.mdb"
+"""The file that makes a folder a store's (LMDB's data file): nothing else is written there."""
+
+
+def check_output(
+    path: str | os.PathLike[str], *, overwrite: bool = False, folder: bool = False
+) -> Path:
+    """Check, before any work, that ``path`` may be written as an output; return it.
+
+    Args:
+        path: the output's path.
+        overwrite: an existing output may be replaced (never through a link).
+        folder: the output is a folder (a store, images): an existing one is checked by the
+            writer itself, which knows what may be in it.
+
+    Raises:
+        FileExistsError: it exists and ``overwrite`` is false, or it is a symbolic link.
+        IsADirectoryError: a file was asked for and it is a folder.
+        FileNotFoundError: its parent folder does not exist.
+        PermissionError: its parent folder is not writable.
+        ValueError: it lies inside a store's folder.
+    """
+    target = Path(path)
+    if target.is_symlink():
+        raise FileExistsError(
+            f"{str(target)!r} is a symbolic link; outputs are never written through links: "
+            "remove the link or name another path"
+        )
+    if not folder and target.is_dir():
+        raise IsADirectoryError(f"{str(target)!r} is a folder; name a file to write")
+    if not folder and target.exists() and not overwrite:
+        raise FileExistsError(f"{str(target)!r} exists; pass overwrite=True to replace it")
+    parent = target.parent
+    if not parent.is_dir():
+        raise FileNotFoundError(f"folder {str(parent)!r} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(f"folder {str(parent)!r} is not writable; choose another folder")
+    store = store_folder_of(parent)
+    if store is not None:
+        raise ValueError(
+            f"{str(target)!r} is inside the store {str(store)!r}; write outputs outside it"
+        )
+    return target
+
+
+def store_folder_of(path: str | os.PathLike[str]) -> Path | None:
+    """The store folder that ``path`` is or lies in, if any."""
+    here = Path(os.path.abspath(path))
+    for folder in (here, *here.parents):
+        if (folder / STORE_MARK).is_file():
+            return folder
+    return None
+
+
+def temp_beside(path: str | os.PathLike[str]) -> Path:
+    """A hidden name beside ``path``, unique to this run, to write it under until it is
+    published (``.NAME.partial-PID-TOKEN.SUFFIX``, the suffix kept for format guessing)."""
+    target = Path(path)
+    token = f"{os.getpid()}-{secrets.token_hex(4)}"
+    return target.with_name(f".{target.stem}.partial-{token}{target.suffix}")
+
+
+def write_output(
+    path: str | os.PathLike[str], data: bytes | str, *, overwrite: bool = False
+) -> None:
+    """Write a small output whole: checked, written under a name of its own, published.
+
+    Raises:
+        The errors of :func:`check_output`, and ``OSError`` from writing (the target is
+        then unchanged, and the temporary file removed).
+    """
+    target = check_output(path, overwrite=overwrite)
+    temp = temp_beside(target)
+    try:
+        if isinstance(data, str):
+            temp.write_text(data)
+        else:
+            temp.write_bytes(data)
+        publish(temp, target)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def fsync_path(path: str | os.PathLike[str]) -> None:

@@ -28,7 +28,7 @@ from ..errors import FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Sink
 from .layouts import NATIVE, Layout, encodable_twin, layout_for, tags_in
-from .publish import publish
+from .publish import check_output, publish, temp_beside
 from .video import CHANNELS, check_frames, frame_format, i420_spec
 
 ENCODERS = ("libx264", "libx265", "ffv1", "libvpx-vp9", "mpeg4")
@@ -45,7 +45,8 @@ _COPIES_INPUT = frozenset({"libx264"})
 class VideoSink(Sink):
     """Encodes frames into a video file with PyAV, committed atomically.
 
-    Frames go to a hidden temporary file in the output's folder (``.name.partial.ext``,
+    Frames go to a hidden temporary file of the run's own in the output's folder
+    (``.name.partial-PID-TOKEN.ext``,
     keeping the extension so FFmpeg picks the same muxer) that :meth:`close` flushes to
     disk and renames over the output when the run succeeded, and removes when it failed.
 
@@ -126,11 +127,11 @@ class VideoSink(Sink):
                 f"input_pix_fmt must be 'native' or one of {sorted(NATIVE)}, got {input_pix_fmt!r}"
             )
         self.path = Path(path)
-        _check_writable(self.path, overwrite=overwrite)
+        check_output(self.path, overwrite=overwrite)
         self.codec, self.pix_fmt, self.fps = codec, pix_fmt, fps
         self.input_pix_fmt = input_pix_fmt
         self.options = _encoder_options(codec, crf, preset) | dict(options or {})
-        self.temp = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
+        self.temp = temp_beside(self.path)
         self.frames_written = 0
         self._container: av.container.OutputContainer | None = None
         self._stream: av.video.stream.VideoStream | None = None
@@ -299,19 +300,6 @@ class VideoSink(Sink):
 
     def __repr__(self) -> str:
         return f"VideoSink({str(self.path)!r}, codec={self.codec!r}, options={self.options})"
-
-
-def _check_writable(path: Path, *, overwrite: bool) -> None:
-    """Raise the right ``OSError`` now, before any work, if ``path`` cannot be written."""
-    folder = path.parent
-    if path.is_dir():
-        raise IsADirectoryError(f"{str(path)!r} is a folder; name a file to write")
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{str(path)!r} exists; pass overwrite=True or choose another name")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"folder {str(folder)!r} does not exist; create it first")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise PermissionError(f"folder {str(folder)!r} is not writable; choose another folder")
 
 
 def _encoder_options(codec: str, crf: int | None, preset: str | None) -> dict[str, str]:

@@ -168,14 +168,18 @@ class Timeline:
                 self._samples = thin(self._samples)  # an odd count: the latest is kept
                 self.interval_s *= 2
 
-    def write_plots(self, folder: str | Path) -> list[Path]:
+    def write_plots(self, folder: str | Path, *, overwrite: bool = False) -> list[Path]:
         """Write ``stage_utilisation.png`` and ``queue_depth.png`` into ``folder``.
+
+        Each is an output like any other (``io.publish``): an existing file is replaced
+        only with ``overwrite``, a link never written through.
 
         Returns:
             The paths written.
 
         Raises:
             ImportError: matplotlib is not installed (says how to install it).
+            FileExistsError: a plot exists (without ``overwrite``) or is a link.
         """
         make_figure = figure_class()
         folder = Path(folder)
@@ -200,9 +204,22 @@ class Timeline:
                 ax.legend(loc="upper right", fontsize="small")
             fig.tight_layout()
             path = folder / name
-            fig.savefig(path, dpi=100)
+            save_figure(fig, path, overwrite=overwrite)
             written.append(path)
         return written
+
+
+def save_figure(fig: Any, path: str | Path, *, overwrite: bool = False) -> None:
+    """Save a matplotlib figure as a PNG output (checked, temporary name, published)."""
+    from ..io.publish import check_output, publish, temp_beside
+
+    target = check_output(path, overwrite=overwrite)
+    temp = temp_beside(target)
+    try:
+        fig.savefig(temp, dpi=100, format="png")
+        publish(temp, target)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def require_plotting() -> None:

@@ -37,6 +37,7 @@ from ..frames import FrameSpec
 from ..hyper import decode_group, encode_group
 from ..hyper.codec import Intra, Tier
 from ..io.fingerprint import with_fingerprint
+from ..io.publish import check_output
 from . import _env
 from . import format as fmt
 
@@ -251,6 +252,7 @@ class StoreWriter:
         included) is refused while the first runs instead of deleting its store.
         """
         path = self.path
+        check_output(path, folder=True)  # no link, a writable parent, not inside a store
         if not path.exists():
             if not path.parent.is_dir():
                 raise FileNotFoundError(f"folder {str(path.parent)!r} does not exist")
