@@ -45,9 +45,10 @@ from .video import CHANNELS, OnCorrupt, PixFmt, check_frames, frame_format
 #: Extensions a folder source picks up.
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"})
 _PRINTF = re.compile(r"%(0?)(\d*)d")
+# IMREAD_ANYDEPTH keeps 16-bit images 16-bit (the source's spec says uint16 then)
 _READ_FLAGS = {
-    "gray": cv2.IMREAD_GRAYSCALE,
-    "rgb24": cv2.IMREAD_COLOR,
+    "gray": cv2.IMREAD_GRAYSCALE | cv2.IMREAD_ANYDEPTH,
+    "rgb24": cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH,
     "rgba": cv2.IMREAD_UNCHANGED,
 }
 _TO_RGBA = {1: cv2.COLOR_GRAY2RGBA, 3: cv2.COLOR_BGR2RGBA, 4: cv2.COLOR_BGRA2RGBA}
@@ -106,6 +107,20 @@ def _numbered(pattern: Path) -> list[Path]:
     return [p for m, p in sorted((int(m.group(1)), p) for m, p in hits if m)]
 
 
+def read_image(path: str | os.PathLike[str], flags: int) -> np.ndarray | None:
+    """Decode an image file from its bytes (``None`` if it is not one): the path never
+    reaches OpenCV, which cannot open every name a file system allows.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    data = np.fromfile(path, dtype=np.uint8)
+    if not data.size:
+        return None
+    image: np.ndarray | None = cv2.imdecode(data, flags)
+    return image
+
+
 class ImageSequenceSource(Source):
     """Frames from numbered image files, read with OpenCV on a few threads.
 
@@ -117,7 +132,7 @@ class ImageSequenceSource(Source):
         stop: one past the last file; ``None`` reads to the end.
         on_corrupt: ``"fail"`` raises :class:`CorruptFrame` at an unreadable file, ``"skip"``
             leaves it out and lists it in :attr:`skipped`.
-        workers: threads decoding one batch (``cv2.imread`` releases the GIL).
+        workers: threads decoding one batch (``cv2.imdecode`` releases the GIL).
 
     Raises:
         MediaError: no images match, or the first one cannot be read.
@@ -145,10 +160,16 @@ class ImageSequenceSource(Source):
         self.workers = workers or _default_workers()
         if not self.files:
             raise ValueError(f"start={start} is past the last image; pass a smaller start")
-        first = cv2.imread(str(self.files[0]), cv2.IMREAD_UNCHANGED)
+        first = read_image(self.files[0], cv2.IMREAD_UNCHANGED)
         if first is None:
             raise MediaError(f"cannot read {str(self.files[0])!r} as an image; check the file")
-        self.spec = FrameSpec((first.shape[0], first.shape[1], CHANNELS[pix_fmt]))
+        if first.dtype not in (np.uint8, np.uint16):
+            raise MediaError(
+                f"{str(self.files[0])!r} holds {first.dtype} samples; image sequences are read "
+                "as 8-bit or 16-bit: convert the files to PNG or TIFF of 8 or 16 bits"
+            )
+        # 16-bit files stay 16-bit: frames of uint16, not their low bytes
+        self.spec = FrameSpec((first.shape[0], first.shape[1], CHANNELS[pix_fmt]), first.dtype)
         self.length = len(self.files)
         self.info = {"path": os.fspath(pattern_or_dir), "frames": self.length}
         self.skipped: list[int] = []
@@ -192,7 +213,7 @@ class ImageSequenceSource(Source):
     def _read_one(self, position: int, dst: np.ndarray) -> bool:
         """Decode file ``position`` into ``dst``; ``False`` when skipped as unreadable."""
         path = self.files[position]
-        image = cv2.imread(str(path), _READ_FLAGS[self.pix_fmt])
+        image = read_image(path, _READ_FLAGS[self.pix_fmt])
         number = self.start + position
         if image is None:
             if self.on_corrupt == "skip":
@@ -201,6 +222,11 @@ class ImageSequenceSource(Source):
                 f"frame {number} ({str(path)!r}) cannot be read as an image; "
                 "pass on_corrupt='skip' (--on-corrupt skip) to leave unreadable files out",
                 frame=number,
+            )
+        if image.dtype != self.spec.dtype:
+            raise FrameError(
+                f"frame {number} ({str(path)!r}) holds {image.dtype} samples, the first image "
+                f"{self.spec.dtype}; every image of a sequence must have the same depth"
             )
         if image.shape[:2] != self.spec.shape[:2]:
             raise FrameError(
@@ -268,7 +294,8 @@ class ImageSequenceSink(Sink):
                 f"pattern {pattern!r} gives every frame the same name; add an index field, "
                 "e.g. 'frame_{index:06d}.png'"
             )
-        if not cv2.haveImageWriter(first):
+        suffix = Path(first).suffix
+        if not suffix.isascii() or not cv2.haveImageWriter(f"frame{suffix}"):
             raise ValueError(f"OpenCV cannot write {first!r}; end the pattern with .png or .jpg")
         if self.directory.exists() and not self.directory.is_dir():
             raise NotADirectoryError(f"{str(self.directory)!r} is a file; name a folder")
