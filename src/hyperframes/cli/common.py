@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Collection
@@ -93,6 +94,20 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
+    return value
+
+
+def worker_count(text: str) -> int:
+    """``--workers``: a positive whole number no larger than 4 x the CPUs this process may
+    use (more only thrashes: 1000 workers on 2 CPUs ran a load of 36 and stalled)."""
+    value = positive_int(text)
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    bound = 4 * cpus
+    if value > bound:
+        raise argparse.ArgumentTypeError(
+            f"{value} is more than 4 x the {cpus} CPUs here ({bound}); try {cpus} or {2 * cpus}"
+        )
     return value
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..metrics.monitors import Monitors
-from .common import add_sizing_options, port_number, positive_int, progress_for
+from .common import add_sizing_options, port_number, progress_for, worker_count
 from .scale import add_executor_options, executor_for
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def add_long_options(
     from .view import add_view_options
 
     if workers_help is not None:
-        parser.add_argument("--workers", type=positive_int, default=None, help=workers_help)
+        parser.add_argument("--workers", type=worker_count, default=None, help=workers_help)
     add_sizing_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object, no bar")
     add_observe_options(parser)

@@ -29,15 +29,14 @@ snapshot, so that the two cannot drift apart.
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from socketserver import ThreadingMixIn
 from typing import Any, Literal
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import make_server
 
 from ..engine.report import CacheTier, RunReport, RunSnapshot, SnapshotFn
+from ._server import QuietHandler, server_class
 from .hosts import allowed_hosts, host_allowed
 
 DEFAULT_HOST = "127.0.0.1"
@@ -280,25 +279,6 @@ def guard_host(app: WsgiApp, allowed: list[str] | None) -> WsgiApp:
     return guarded
 
 
-class _QuietHandler(WSGIRequestHandler):
-    """Serves requests without a log line on stderr per scrape."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
-
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _ThreadingServer6(_ThreadingServer):
-    address_family = socket.AF_INET6
-
-
-def _server_class(host: str) -> type[WSGIServer]:
-    return _ThreadingServer6 if ":" in host else _ThreadingServer
-
-
 class PrometheusExporter:
     """A monitor that serves the run's figures at ``http://HOST:PORT/metrics``.
 
@@ -342,8 +322,8 @@ class PrometheusExporter:
                 self.host,
                 self.requested_port,
                 guard_host(client.make_wsgi_app(registry), allowed_hosts(self.host)),
-                server_class=_server_class(self.host),
-                handler_class=_QuietHandler,
+                server_class=server_class(self.host),
+                handler_class=QuietHandler,
             )
         except OSError as exc:
             raise OSError(
