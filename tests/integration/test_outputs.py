@@ -151,3 +151,22 @@ def test_outputs_are_published_under_a_name_of_the_run(tmp_path):
     sink = VideoSink(tmp_path / "o.mkv", codec="ffv1")
     assert sink.temp.parent == tmp_path and sink.temp.name.startswith(".o.partial-")
     assert sink.temp.suffix == ".mkv"  # FFmpeg guesses the muxer from it
+
+
+def test_unpack_of_an_incomplete_store_says_so(tmp_path, synthetic_mp4, capsys):
+    import hyperframes as hf
+    from hyperframes.store.writer import StoreWriter
+
+    source = hf.VideoSource(synthetic_mp4)
+    frames = hf.Pipeline.from_source(source).collect()
+    store = tmp_path / "partial.hfs"
+    writer = StoreWriter(store, source.spec, source.info)
+    writer.write_group(frames[:8].copy())
+    writer.close(complete=False)
+    out = tmp_path / "o.mkv"
+    assert main(["unpack", str(store), str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "incomplete" in err[0] and "--partial" in err[0]
+    assert not out.exists()
+    assert main(["unpack", str(store), str(out), "--partial", "--json"]) == 0
+    assert '"frames": 8' in capsys.readouterr().out
