@@ -219,6 +219,10 @@ class TargetReuse:
         """Refine until the ends of every stretch agree or meet; whether the ends of each
         stretch that ends at a ``planned`` frame agreed at first."""
         more, agreed = self._refine(planned)
+        if self._floor() >= 0.5:
+            # answers flicker: most frames are computed as samples anyway, in one round;
+            # a search round by round for where answers change would only add rounds
+            return agreed
         while more:
             self._compute(more, compute)
             with self._lock:
@@ -341,6 +345,12 @@ class TargetReuse:
         self._tried = {e for e in self._tried if e >= decided}
         self._strays = {k: v for k, v in self._strays.items() if k[1] >= decided}
 
+    def _floor(self) -> float:
+        """The least share of shared frames to compute so that answers that go wrong even
+        where frames look alike (a detector that flickers) stay within the error budget."""
+        wrong = (self._weight - self._weighted + PRIOR * PRIOR_WRONG) / (self._weight + PRIOR)
+        return min(0.95, max(0.0, 1 - self._budget / wrong))
+
     def _sample(self, shared: list[int]) -> dict[int, float]:
         """Shared frames to verify, each with its weight in the estimate.
 
@@ -352,10 +362,7 @@ class TargetReuse:
         chosen: dict[int, float] = {}
         reach = self.reach
         rate = RATE * max(0.125, math.sqrt(8 / max(8.0, self._weighted)))
-        # answers that go wrong even where frames look alike (a detector that flickers):
-        # compute enough of the shared frames that the rest stay within the error budget
-        wrong = (self._weight - self._weighted + PRIOR * PRIOR_WRONG) / (self._weight + PRIOR)
-        floor = min(0.95, max(0.0, 1 - self._budget / wrong))
+        floor = self._floor()
         for i in shared:
             source = self._source(i)
             if source is None:
