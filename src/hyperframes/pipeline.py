@@ -34,7 +34,7 @@ from .executors import Executor, get_executor
 from .frames import Batch, FrameSpec, check_batch_size
 from .hyper.agree import agreement
 from .hyper.reuse import ReuseStrategy, mse_bound
-from .hyper.target import TargetReuse, check_target
+from .hyper.target import TargetReuse, check_target, held
 from .io.arrays import ArraySource, IndexSource, IterableSource, check_frame
 from .io.base import Sink, Source
 from .io.callbacks import CallbackSink, CollectSink, NullSink
@@ -229,7 +229,7 @@ class Pipeline:
             make_strategy = partial(
                 TargetReuse, target, compare, stage=label, split=split, frames_out=into is None
             )
-            holds = 2 * split  # TargetReuse.holds: batches gathered for two rounds
+            holds = held(split)
 
         stages.append(
             Stage(

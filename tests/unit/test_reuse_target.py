@@ -10,6 +10,7 @@ import pytest
 
 from hyperframes import Pipeline
 from hyperframes.hyper.agree import agreement
+from hyperframes.hyper.target import held
 
 
 def scenes(n: int = 400, size: int = 32, seed: int = 1) -> tuple[np.ndarray, list[int]]:
@@ -195,7 +196,7 @@ def test_a_long_unchanging_run_neither_waits_nor_holds_more_than_it_declared(wor
     report = (
         Pipeline.from_frames(frames, batch_size=2)
         .map(fn, reuse_target=0.95, into="a", workers=workers, name="f")
-        .run(slot_timeout=20)
+        .run(slot_timeout=20, slots=held(workers) + 2)  # what it declares, and no more
     )
     assert report.frames == 3000
     assert fn.calls < 0.1 * 3000

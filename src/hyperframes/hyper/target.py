@@ -24,7 +24,7 @@ computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker b
    how well shared answers agree. A wrong one is refined around like any disagreement.
 5. **Share**: a batch whose frames were all sampled, and whose samples are computed, is
    handed on: each frame not computed takes the answer of the nearer (by thumbnail) of
-   the computed frames before and after it. At most ``2 * split`` batches wait.
+   the computed frames before and after it. At most ``3 * split`` batches wait.
 
 The evidence drives the rule: one ``scale`` multiplies ``span`` and (by its square root)
 ``reach``; it grows while planned stretches' ends agree (and the samples say shared
@@ -130,7 +130,7 @@ class TargetReuse:
         self._planned: list[int] = []  # frames planned, to compute in the next round
         self._fresh = 0  # batches gathered since the last round
         self._window = 0  # the first frame of those batches
-        self.holds = 2 * split  # this round's batches, and the last round's not yet sampled
+        self.holds = held(split)
         self._sampled_to = 0  # frames before it have had their chance to be sampled
 
     @property
@@ -429,6 +429,12 @@ class TargetReuse:
     def close(self) -> None:
         """Stop the threads that compute rows (called at the end of a run)."""
         self.rows.close()
+
+
+def held(split: int) -> int:
+    """The most batches a stage with ``split`` workers holds back: a round runs every
+    ``split`` batches and hands on the batches of the round before the last one."""
+    return 3 * split
 
 
 def check_target(target: float) -> float:
