@@ -20,8 +20,8 @@ filter at least as much as the best interval and the best differencing, and >= 0
 oracle.
 
 ``--time`` also times the whole pipeline (decode included) with the real detector on 2
-worker threads: every frame vs ours, and prints the speed-up against the one its call
-count allows (the goal: >= 0.8x).
+worker threads: every frame vs ours, interleaved, the best of ``--repeats`` each, and
+prints the speed-up against the one its call count allows (the goal: >= 0.8x).
 
 Needs OpenCV 4.x (Haar, HOG) and facenet-pytorch (MTCNN); see ``detectors.py``.
 
@@ -290,6 +290,7 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=None, help="at most this many frames a clip")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/hyperframes-reuse-truth"))
     ap.add_argument("--time", action="store_true", help="also time the real detector")
+    ap.add_argument("--repeats", type=int, default=2, help="timed runs of each, interleaved")
     args = ap.parse_args()
     cv2.setNumThreads(1)
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -332,8 +333,14 @@ def main() -> None:
                 flush=True,
             )
             if args.time:
-                every, n = timed(path, args.frames, DETECTORS[name], None)
-                wall, calls = timed(path, args.frames, DETECTORS[name], target)
+                DETECTORS[name]()  # imports and first loads are not the loop's to pay
+                runs = [
+                    (timed(path, args.frames, DETECTORS[name], None),
+                     timed(path, args.frames, DETECTORS[name], target))
+                    for _ in range(args.repeats)
+                ]  # fmt: skip
+                every, n = min(r[0] for r in runs)
+                wall, calls = min(r[1] for r in runs)
                 allowed = n / max(calls, 1)
                 print(
                     f"{'':<26}time: every frame {every:.2f} s, ours {wall:.2f} s: speed-up "
