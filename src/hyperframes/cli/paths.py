@@ -27,10 +27,15 @@ def check_paths(args: argparse.Namespace) -> None:
     writes = [(flag, Path(v)) for name, flag in names if (v := getattr(args, name, None))]
     for flag, out in writes:
         for source, src in reads:
-            if _same(out, src) or (src.is_dir() and _inside(out, src)):
+            if _same(out, src):
                 raise ValueError(
-                    f"{flag} {str(out)!r} would write over the {source.upper()} the command "
-                    "reads; name a path outside it"
+                    f"the output is the input: {flag} {str(out)!r} is the {source.upper()} "
+                    "the command reads; name another path"
+                )
+            if src.is_dir() and _inside(out, src):
+                raise ValueError(
+                    f"{flag} {str(out)!r} lies inside the {source.upper()} the command reads; "
+                    "name a path outside it"
                 )
     _check_side_outputs(args)
     for k, (flag, out) in enumerate(writes):
