@@ -80,10 +80,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("output", metavar="OUT", help="a video file (.mkv, .mp4...) or a folder")
     p.add_argument("--codec", default=None, help="video codec; ffv1 (lossless) by default")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    p.add_argument(
-        "--partial", action="store_true",
-        help="unpack a store whose pack did not finish (its frames so far)",
-    )  # fmt: skip
     add_long_options(p, workers_help="unused: the store decodes on its own threads")
     p.set_defaults(run=run_unpack, reads=("store",), writes=("output",))
 
@@ -209,11 +205,6 @@ def run_unpack(args: argparse.Namespace) -> int:
     video = out.suffix.lower() in VIDEO_SUFFIXES
     codec = args.codec or "ffv1"
     facts = store_info(args.store)
-    if not facts.get("complete", True) and not args.partial:
-        raise ValueError(
-            f"store {args.store!r} is incomplete ({facts.get('frames')} frames: its pack did not "
-            f"finish); resume the pack, or pass --partial to unpack the frames it has"
-        )
     pixels = facts.get("pixels") or {}
     native = video and encodes_planes(codec, pixels.get("layout"), pixels.get("width", 0),
                                       pixels.get("height", 0))  # fmt: skip
@@ -231,6 +222,13 @@ def run_unpack(args: argparse.Namespace) -> int:
     finally:
         source.close()
     data = {"output": str(out), "frames": report.frames, "fps": round(report.fps, 3), **written}
+    if not facts.get("complete", True):
+        data["complete"] = False
+        print(
+            f"hyperframes: warning: store {args.store!r} is incomplete (its pack did not finish "
+            f"or is still running): {out} holds the {report.frames} frames it had",
+            file=sys.stderr,
+        )
     print(json.dumps(data) if args.json else f"{report.frames} frames -> {out}")
     return 0
 
