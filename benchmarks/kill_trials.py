@@ -1,7 +1,7 @@
 """Interrupt ``hyperframes pack``, ``transcode``, ``render`` and ``unpack`` mid-run, then resume.
 
 Each trial starts the command as a subprocess in its own session, waits for its first
-output (a committed group of the store, the first bytes of the hidden ``.NAME.partial.EXT``
+output (a committed group of the store, the first bytes of the hidden ``.NAME.partial-*.EXT``
 video, the first image of the hidden ``.partial-*`` folder), waits a random delay drawn
 from the rest of an uninterrupted run (0-90 % of the time from its first output to its
 exit), and sends a signal: SIGINT, SIGTERM, SIGHUP and SIGKILL in turn. When the command
@@ -173,8 +173,10 @@ def output_name(command: str) -> str:
 
 
 def temp_of(out: Path) -> Path:
-    """The hidden file a video sink writes before renaming it to ``out``."""
-    return out.with_name(f".{out.stem}.partial{out.suffix}")
+    """The hidden file a video sink writes before renaming it to ``out``
+    (``.NAME.partial-PID-TOKEN.EXT``), or a path that does not exist while there is none."""
+    found = sorted(out.parent.glob(f".{out.stem}.partial-*{out.suffix}"))
+    return found[0] if found else out.with_name(f".{out.stem}.partial-none{out.suffix}")
 
 
 def image_temps(folder: Path) -> list[Path]:
@@ -291,11 +293,10 @@ def progressed(command: str, out: Path) -> Callable[[], bool]:
         return lambda: resume_point(out)[0] > 0
     if command == "unpack-images":
         return lambda: any(temp.glob("*.png") for temp in image_temps(out))
-    temp = temp_of(out)
 
     def has_bytes() -> bool:
         try:
-            return temp.stat().st_size > 0
+            return temp_of(out).stat().st_size > 0
         except FileNotFoundError:
             return False
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from hyperframes import FrameSpec
-from hyperframes.io.images import ImageSequenceSink, _host, remove_stale_partials
+from hyperframes.io.images import ImageSequenceSink, remove_stale_partials
+from hyperframes.io.publish import host_name as _host
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX process ids")
 

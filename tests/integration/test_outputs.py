@@ -9,6 +9,7 @@ what was there before is checked unchanged.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -63,15 +64,19 @@ def test_an_existing_output_is_refused_without_overwrite(world, writer, capsys):
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_a_link_is_never_written_through(world, writer, capsys):
+    """Without --overwrite a link is refused; with it the link itself is replaced by the
+    new file. Its target is never written either way."""
     words, name = WRITERS[writer]
     target = world["tmp"] / "victim.bin"
     target.write_bytes(b"precious")
     out = world["tmp"] / name
     out.symlink_to(target)
-    code = main([*argv(world, words, out), "--overwrite"])
-    assert code != 0
+    assert main(argv(world, words, out)) != 0
     assert "symbolic link" in capsys.readouterr().err
     assert target.read_bytes() == b"precious" and out.is_symlink()
+    assert main([*argv(world, words, out), "--overwrite"]) == 0
+    assert target.read_bytes() == b"precious"
+    assert not out.is_symlink() and out.stat().st_size > 0
 
 
 @pytest.mark.parametrize(
@@ -120,10 +125,12 @@ def test_plot_dir_never_writes_through_a_link_inside_it(world, capsys):
     victim.write_bytes(b"precious")
     (folder / "queue_depth.png").symlink_to(victim)
     out = world["tmp"] / "o.mkv"
-    code = main(["transcode", str(world["IN"]), str(out), "--plot-dir", str(folder), "--overwrite"])
-    assert code != 0 and "symbolic link" in capsys.readouterr().err
-    assert victim.read_bytes() == b"precious"
+    command = ["transcode", str(world["IN"]), str(out), "--plot-dir", str(folder)]
+    assert main(command) != 0 and "symbolic link" in capsys.readouterr().err
     assert not out.exists()  # refused before the run
+    assert main([*command, "--overwrite"]) == 0
+    assert victim.read_bytes() == b"precious"
+    assert not (folder / "queue_depth.png").is_symlink()
 
 
 def test_two_sinks_writing_one_name_never_mix(tmp_path):
@@ -169,3 +176,23 @@ def test_unpack_of_an_incomplete_store_says_so(tmp_path, synthetic_mp4, capsys):
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and "incomplete" in err[0] and "8 frames" in err[0], err
     assert '"complete": false' in captured.out and out.exists()
+
+
+def test_a_killed_runs_temporary_file_is_removed_by_the_next_run(tmp_path):
+    """kill -9 leaves a temporary file under a name of its own: the next run to write the
+    same output removes it (when its process is gone), not those of running processes."""
+    import subprocess
+    import sys
+
+    from hyperframes.io.publish import host_name, temp_beside
+
+    out = tmp_path / "o.mkv"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = tmp_path / f".o.partial-{host_name()}-{int(gone.stdout)}-abcd1234.mkv"
+    alive = tmp_path / f".o.partial-{host_name()}-{os.getppid()}-abcd1234.mkv"
+    elsewhere = tmp_path / f".o.partial-other_host-{int(gone.stdout)}-abcd1234.mkv"
+    for temp in (dead, alive, elsewhere):
+        temp.write_bytes(b"partial")
+    temp_beside(out)
+    assert not dead.exists() and alive.exists() and elsewhere.exists()

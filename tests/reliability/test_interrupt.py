@@ -176,8 +176,8 @@ def test_video_output_interrupted_mid_run_leaves_nothing_under_its_name_and_reru
 ) -> None:
     ref = reference(command)
     out = tmp_path / "out.mkv"
-    temp = kt.temp_of(out)
     interrupt(kt, inputs, command, signum, out, ref)
+    temp = kt.temp_of(out)
     assert not out.exists()
     if signum in HANDLED:
         assert names(tmp_path) == []  # the hidden partial was removed

@@ -25,7 +25,6 @@ import glob
 import os
 import re
 import shutil
-import socket
 import tempfile
 import time
 from collections import deque
@@ -39,7 +38,7 @@ import numpy as np
 from ..errors import CorruptFrame, FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Chunk, Sink, Source
-from .publish import fsync_path, publish_files, store_folder_of
+from .publish import fsync_path, host_name, owner_of, publish_files, running, store_folder_of
 from .video import CHANNELS, OnCorrupt, PixFmt, check_frames, frame_format
 
 #: Extensions a folder source picks up.
@@ -340,7 +339,7 @@ class ImageSequenceSink(Sink):
             self.directory.mkdir(parents=True)
             self._created = True
         remove_stale_partials(self.directory)
-        owner = f"{PARTIAL_PREFIX}{_host()}-{os.getpid()}-"
+        owner = f"{PARTIAL_PREFIX}{host_name()}-{os.getpid()}-"
         self._temp = Path(tempfile.mkdtemp(prefix=owner, dir=self.directory))
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hf-images-write")
         self._spec = spec
@@ -428,45 +427,17 @@ def remove_stale_partials(directory: str | os.PathLike[str]) -> list[Path]:
     """
     removed = []
     for folder in Path(directory).glob(f"{PARTIAL_PREFIX}*"):
-        owner = _owner(folder.name)
+        owner = owner_of(folder.name[len(PARTIAL_PREFIX) :])
         try:
             if not folder.is_dir() or folder.is_symlink():
                 continue
             if owner is None:
                 if time.time() - folder.stat().st_mtime < _UNNAMED_STALE_S:
                     continue
-            elif owner[0] != _host() or _running(owner[1]):
+            elif owner[0] != host_name() or running(owner[1]):
                 continue
             shutil.rmtree(folder)
         except OSError:
             continue  # another sink removed it first, or it is not ours to remove
         removed.append(folder)
     return removed
-
-
-def _host() -> str:
-    """This host's name as it goes into a file name."""
-    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "localhost"
-
-
-def _owner(name: str) -> tuple[str, int] | None:
-    """The host and process id in a temporary folder's name, or ``None`` if it has none."""
-    parts = name[len(PARTIAL_PREFIX) :].rsplit("-", 2)
-    if len(parts) != 3 or not parts[1].isdigit():
-        return None
-    return parts[0], int(parts[1])
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` of this host is running (or cannot be told)."""
-    if pid == os.getpid():
-        return True
-    if os.name == "nt":  # pragma: no cover - os.kill would end the process there
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # e.g. another user's process
-        return True
-    return True

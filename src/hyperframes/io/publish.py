@@ -4,8 +4,9 @@ then moved into place durably.
 Every output of every command and of the API goes through here:
 
 * :func:`check_output` before any work: an existing path is refused unless ``overwrite``;
-  a symbolic link is never written through (refused, whatever ``overwrite`` says); a
-  folder, a missing or unwritable parent, and a path inside a store's folder are refused.
+  a symbolic link is never written through (with ``overwrite`` the link itself is replaced
+  by the new file, its target untouched; a folder output refuses it); a folder, a missing
+  or unwritable parent, and a path inside a store's folder are refused.
 * :func:`temp_beside` names the temporary file or folder: hidden, beside the target, unique
   to the run (pid and a random token), so two runs writing one name never share a file:
   the later one to finish wins whole.
@@ -26,7 +27,9 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -46,17 +49,18 @@ def check_output(
             writer itself, which knows what may be in it.
 
     Raises:
-        FileExistsError: it exists and ``overwrite`` is false, or it is a symbolic link.
+        FileExistsError: it exists (or is a link) and ``overwrite`` is false, or it is a
+            link where a folder is to be written.
         IsADirectoryError: a file was asked for and it is a folder.
         FileNotFoundError: its parent folder does not exist.
         PermissionError: its parent folder is not writable.
         ValueError: it lies inside a store's folder.
     """
     target = Path(path)
-    if target.is_symlink():
+    if target.is_symlink() and (folder or not overwrite):
         raise FileExistsError(
-            f"{str(target)!r} is a symbolic link; outputs are never written through links: "
-            "remove the link or name another path"
+            f"{str(target)!r} is a symbolic link; outputs are never written through links"
+            + ("" if folder else ": pass overwrite=True to replace the link itself")
         )
     if not folder and target.is_dir():
         raise IsADirectoryError(f"{str(target)!r} is a folder; name a file to write")
@@ -86,10 +90,61 @@ def store_folder_of(path: str | os.PathLike[str]) -> Path | None:
 
 def temp_beside(path: str | os.PathLike[str]) -> Path:
     """A hidden name beside ``path``, unique to this run, to write it under until it is
-    published (``.NAME.partial-PID-TOKEN.SUFFIX``, the suffix kept for format guessing)."""
+    published: ``.NAME.partial-HOST-PID-TOKEN.SUFFIX`` (the suffix kept for format
+    guessing). The temporary files that killed runs of this host left for ``path`` are
+    removed first."""
     target = Path(path)
-    token = f"{os.getpid()}-{secrets.token_hex(4)}"
-    return target.with_name(f".{target.stem}.partial-{token}{target.suffix}")
+    remove_stale_temps(target)
+    tag = f"{host_name()}-{os.getpid()}-{secrets.token_hex(4)}"
+    return target.with_name(f".{target.stem}.partial-{tag}{target.suffix}")
+
+
+def remove_stale_temps(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files that runs of this host which are no longer running left
+    for ``path`` (a ``kill -9`` leaves one); those of running processes and of other hosts
+    (a shared disk) are kept. Returns the files removed."""
+    target = Path(path)
+    head, tail = f".{target.stem}.partial-", target.suffix
+    removed = []
+    for temp in target.parent.glob(f"{head}*{tail}"):
+        owner = owner_of(temp.name[len(head) : len(temp.name) - len(tail)])
+        if owner is None or owner[0] != host_name() or running(owner[1]):
+            continue
+        try:
+            if temp.is_file() and not temp.is_symlink():
+                temp.unlink()
+                removed.append(temp)
+        except OSError:
+            continue  # another run removed it first, or it is not ours to remove
+    return removed
+
+
+def host_name() -> str:
+    """This host's name as it goes into a file name."""
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "localhost"
+
+
+def owner_of(tag: str) -> tuple[str, int] | None:
+    """The host and process id in a temporary name's ``HOST-PID-TOKEN``, if it has them."""
+    parts = tag.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    return parts[0], int(parts[1])
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` of this host is running (or cannot be told)."""
+    if pid == os.getpid():
+        return True
+    if os.name == "nt":  # pragma: no cover - os.kill would end the process there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process
+        return True
+    return True
 
 
 def write_output(
