@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -52,6 +51,7 @@ from typing import Any
 import av
 import numpy as np
 
+from ._identity import code_identity, record_segment, segment_ok
 from .engine.report import RunReport, RunSnapshot, StageReport, StageSnapshot
 from .engine.runner import Monitor, Progress, ProgressFn
 from .engine.sizing import available_memory, default_budget
@@ -264,6 +264,7 @@ def process_segment(
     first = job.first_id(lo) - lo
     trimmed = _capped(pipeline, cpus).to(_Trim(sink, start + first, stop + first))
     report = trimmed.run(memory=memory)
+    record_segment(part, sink.frames_written)  # after the part: a killed task leaves none
     skipped = getattr(pipeline.source, "skipped", [])
     return {
         "report": report, "node": node_id(), "skipped": list(skipped),
@@ -372,7 +373,7 @@ def render_chunked(
         raise ValueError(f"count must be at least 1, got {count}")
     width, height = size
     job = _RenderJob(fn, FrameSpec((height, width, 3)))
-    facts = {"render": _identity(fn), "count": count, "size": [width, height], "fps": fps}
+    facts = {"render": code_identity(fn), "count": count, "size": [width, height], "fps": fps}
 
     def offset(frame: int) -> float:
         return frame / fps
@@ -412,14 +413,14 @@ def _run(
     check_shippable(ray, build, "the build function")
     check_shippable(ray, job, "the render function")
     sink = repr(sorted(sink_options.items()))
-    facts |= {"build": _identity(build), "halo": list(halo), "sink": sink}
+    facts |= {"build": code_identity(build), "halo": list(halo), "sink": sink}
     folder = Path(work_dir) if work_dir else target.with_name(f".{target.name}.segments")
     folder = folder.resolve()  # the tasks' working folders are not the driver's
     cluster_cpus = float(ray.cluster_resources().get("CPU", 1))
     wanted = segments or auto_segments(span[1] - span[0], cluster_cpus, cpus_per_segment)
     plan = _prepare(folder, facts, plan_segments(*span, wanted, cuts), fixed=bool(segments))
     parts = [folder / f"segment-{k:05d}{target.suffix}" for k in range(len(plan))]
-    todo = [k for k, part in enumerate(parts) if not part.exists()]
+    todo = [k for k, part in enumerate(parts) if not segment_ok(part)]
     watch = _Watch(span[1] - span[0], plan, todo, t0, progress)
     if monitor is not None:
         monitor.start(watch.snapshot)
@@ -438,16 +439,6 @@ def _run(
     if not keep_segments:
         shutil.rmtree(folder, ignore_errors=True)
     return report
-
-
-def _identity(fn: Any) -> str:
-    """Names a function and its code, so that a changed function does not reuse segments."""
-    if fn is None:
-        return ""
-    code = getattr(fn, "__code__", None)
-    text = repr((code.co_code, code.co_consts)) if code is not None else ""
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}:{digest}"
 
 
 def _prepare(
