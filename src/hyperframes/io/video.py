@@ -289,6 +289,7 @@ class VideoSource(Source):
         self._frames: Iterator[tuple[int, av.VideoFrame]] | None = None
         self._seen = 0
         self._last_time: float | None = None
+        self._tags: tuple[int, ...] | None = None  # the first frame's colour tags (planes)
 
     def open(self) -> None:
         """Open the decoder (also done by the first :meth:`read_into`)."""
@@ -455,6 +456,8 @@ class VideoSource(Source):
                 f"{width}x{height}; pass size=({width}, {height}) (--size {width}x{height} "
                 "on the command line) to resize every frame to one size"
             )
+        if self.pix_fmt in ("native", "yuv420p"):
+            self._check_tags(frame, number)
         if got == self._out_size:
             self._decode_into(frame, dst)
             return
@@ -471,6 +474,24 @@ class VideoSource(Source):
             src, out = src[..., 0], dst[..., 0]
         shape = (height, width, *src.shape[2:])
         cv_into(out, shape, cv2.resize, src, (width, height), interpolation=cv2.INTER_AREA)
+
+    def _check_tags(self, frame: av.VideoFrame, number: int) -> None:
+        """Planes go out with one set of colour tags (a store records them once): refuse a
+        frame whose tags differ from the first frame's, as a change of size is refused.
+        (RGB needs no such check: each frame is converted with its own tags.)"""
+        tags = tuple(int(getattr(frame, key)) for key in TAGS)
+        if self._tags is None:
+            self._tags = tags
+        elif tags != self._tags:
+            changed = ", ".join(
+                f"{key} {a} -> {b}" for key, a, b in zip(TAGS, self._tags, tags, strict=True)
+                if a != b
+            )  # fmt: skip
+            raise MediaError(
+                f"frame {number} of {str(self.path)!r} changes its colour tags ({changed}); "
+                "planes keep one set of tags: convert to RGB (pix_fmt='rgb24', "
+                "--pix-fmt rgb24), which takes each frame's own, or split the video there"
+            )
 
     def _decode_into(self, frame: av.VideoFrame, dst: np.ndarray) -> None:
         """Write ``frame`` into ``dst``, which has the frame's own size, in :attr:`pix_fmt`."""
