@@ -201,3 +201,30 @@ def test_a_long_unchanging_run_neither_waits_nor_holds_more_than_it_declared(wor
     assert report.frames == 3000
     assert fn.calls < 0.1 * 3000
     assert report.extra["f"]["span"] > 100
+
+
+def test_live_figures_show_calls_agreement_and_the_rule_mid_run():
+    frames, _ = scenes(300)
+    seen: dict[str, object] = {}
+
+    class Watch:
+        def start(self, snapshot):
+            seen["snapshot"] = snapshot
+
+        def stop(self, report):
+            pass
+
+    def progress(state):
+        if state.frames >= 150 and "mid" not in seen:
+            seen["mid"] = seen["snapshot"]().extra.get("f")
+
+    (
+        Pipeline.from_frames(frames, batch_size=16)
+        .map(Counted(lambda f: int(f[0, 0, 0]) // 8), reuse_target=0.9, into="a", name="f")
+        .run(monitor=Watch(), progress=progress)
+    )
+    mid = seen["mid"]
+    assert isinstance(mid, dict)
+    for key in ("calls", "calls_saved", "agreement", "agreement_bound", "threshold", "span"):
+        assert key in mid, key
+    assert 0 < mid["frames"] < 300
