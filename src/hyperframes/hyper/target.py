@@ -24,7 +24,7 @@ computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker b
    how well shared answers agree. A wrong one is refined around like any disagreement.
 5. **Share**: a batch whose frames were all sampled, and whose samples are computed, is
    handed on: each frame not computed takes the answer of the nearer (by thumbnail) of
-   the computed frames before and after it. At most ``3 * split`` batches wait.
+   the computed frames before and after it. At most ``3 * GATHER * split`` batches wait.
 
 The evidence drives the rule: one ``scale`` multiplies ``span`` and (by its square root)
 ``reach``; it grows while planned stretches' ends agree (and the samples say shared
@@ -76,6 +76,8 @@ step that makes it settle where ``3 * (1 - target)`` of stretches hold a change 
 shorter the stretches, and the fewer short changes of answer go unseen inside them."""
 PRIOR, PRIOR_WRONG = 4.0, 0.02
 """Pseudo-samples before any is measured: 4 of which 2 % were wrong."""
+GATHER = 2
+"""Batches a worker may wait for before a round runs with fewer calls than workers."""
 RECENT = 0.25
 """Weight of the newest sample in the running agreement that gates growth."""
 Z = 1.645
@@ -153,8 +155,9 @@ class TargetReuse:
         if self._fresh == 0:
             self._window = start  # the first frame of this round's batches
         self._fresh += 1
-        if self._fresh < self.rows.split:
-            return []  # gather a round for every worker
+        work = len(self._planned) + len(self._pending)
+        if work < self.rows.split and self._fresh < GATHER * self.rows.split:
+            return []  # gather a call for every worker, within GATHER batches a worker
         return self._round(compute, final=False)
 
     def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
@@ -432,9 +435,10 @@ class TargetReuse:
 
 
 def held(split: int) -> int:
-    """The most batches a stage with ``split`` workers holds back: a round runs every
-    ``split`` batches and hands on the batches of the round before the last one."""
-    return 3 * split
+    """The most batches a stage with ``split`` workers holds back: a round runs once every
+    worker has a call (within ``GATHER`` batches a worker) and hands on the batches of the
+    round before the last one."""
+    return 3 * GATHER * split
 
 
 def check_target(target: float) -> float:
