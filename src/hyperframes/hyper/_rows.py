@@ -36,38 +36,54 @@ class RowComputer:
     ) -> dict[int, Any]:
         """Results of the given rows of ``batch``, by row; rows that failed for good (dead
         letters of ``compute``) are absent."""
-        if not rows:
-            return {}
+        return self.compute_many([(batch, rows)], compute)[0]
+
+    def compute_many(
+        self, parts: list[tuple[Batch, list[int]]], compute: Callable[[Batch], Any]
+    ) -> list[dict[int, Any]]:
+        """Results of rows of several batches (one dict by row for each part), computed
+        together: ``split`` chunks at once whichever batches the rows come from."""
+        items = [(k, row) for k, (_, rows) in enumerate(parts) for row in rows]
+        out: list[dict[int, Any]] = [{} for _ in parts]
+        if not items:
+            return out
         if self._scratch is None:
-            pool = batch.pool
+            pool = parts[0][0].pool
             self._scratch = FramePool(
                 pool.spec, batch_size=pool.batch_size, slots=self.split, name="reuse"
             )
-        size = -(-len(rows) // self.split)
-        chunks = [rows[k : k + size] for k in range(0, len(rows), size)]
+        size = min(-(-len(items) // self.split), self._scratch.batch_size)
+        chunks = [items[k : k + size] for k in range(0, len(items), size)]
         if len(chunks) == 1:
-            return self._chunk(batch, chunks[0], compute)
-        if self._threads is None:
-            self._threads = ThreadPoolExecutor(self.split, thread_name_prefix=f"hf-{self.stage}")
-        out: dict[int, Any] = {}
-        for part in self._threads.map(lambda c: self._chunk(batch, c, compute), chunks):
-            out.update(part)
+            done = [self._chunk(parts, chunks[0], compute)]
+        else:
+            if self._threads is None:
+                name = f"hf-{self.stage}"
+                self._threads = ThreadPoolExecutor(self.split, thread_name_prefix=name)
+            done = list(self._threads.map(lambda c: self._chunk(parts, c, compute), chunks))
+        for results in done:
+            for (k, row), value in results.items():
+                out[k][row] = value
         return out
 
     def _chunk(
-        self, batch: Batch, rows: list[int], compute: Callable[[Batch], Any]
-    ) -> dict[int, Any]:
+        self,
+        parts: list[tuple[Batch, list[int]]],
+        items: list[tuple[int, int]],
+        compute: Callable[[Batch], Any],
+    ) -> dict[tuple[int, int], Any]:
         assert self._scratch is not None
+        first = parts[items[0][0]][0]
+        index = np.array([parts[k][0].index[row] for k, row in items], dtype=first.index.dtype)
+        meta = {
+            key: np.concatenate([parts[k][0].meta[key][row : row + 1] for k, row in items])
+            for key in first.meta
+        }
         slot = self._scratch.acquire(holder=self.stage)
         try:
-            sub = Batch(
-                batch.seq,
-                batch.index[rows],
-                self._scratch,
-                slot,
-                {k: v[rows] for k, v in batch.meta.items()},
-            )
-            sub.frames[:] = batch.frames[rows]
+            sub = Batch(first.seq, index, self._scratch, slot, meta)
+            for j, (k, row) in enumerate(items):
+                sub.frames[j] = parts[k][0].frames[row]
             out = compute(sub)
             # copies: a function that works in place returns views of the scratch slot
             by_id = {
@@ -76,7 +92,8 @@ class RowComputer:
             }
         finally:
             self._scratch.release(slot)
-        return {j: by_id[int(batch.index[j])] for j in rows if int(batch.index[j]) in by_id}
+        return {(k, row): by_id[int(i)] for (k, row), i in zip(items, index.tolist(), strict=True)
+                if int(i) in by_id}  # fmt: skip
 
     def close(self) -> None:
         """Stop the threads (called at the end of a run)."""

@@ -294,10 +294,14 @@ class TargetReuse:
     def _compute(self, frames: list[int], compute: Callable[[Batch], Any]) -> dict[int, Any]:
         """Compute frames (positions in the stream) of the batches held; keep the answers."""
         self._tried.update(frames)
+        parts = [
+            (batch, [i - start for i in frames if start <= i < start + batch.count])
+            for start, batch in self._batches
+        ]
         got: dict[int, Any] = {}
-        for start, batch in self._batches:
-            rows = [i - start for i in frames if start <= i < start + batch.count]
-            for row, answer in self.rows.compute(batch, rows, compute).items():
+        results = self.rows.compute_many(parts, compute)  # all at once, across batches
+        for (start, _), answers in zip(self._batches, results, strict=True):
+            for row, answer in answers.items():
                 got[start + row] = answer
         with self._lock:
             self.calls += len(frames)
