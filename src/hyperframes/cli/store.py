@@ -37,10 +37,6 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     return store.store_info(path)
 
 
-IMAGE_KINDS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
-"""The image files ``frame`` writes, by suffix."""
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pack", help="group a video into hyperframes and store them")
     p.add_argument("input", metavar="IN")
@@ -236,15 +232,15 @@ def run_unpack(args: argparse.Namespace) -> int:
 def run_frame(args: argparse.Namespace) -> int:
     import cv2
 
+    from ..io.images import IMAGE_EXTENSIONS
     from ..io.publish import check_output, write_output
     from ..store import FrameStore
 
     out = Path(args.output)
     kind = out.suffix.lower()
-    if kind not in IMAGE_KINDS:
-        raise ValueError(
-            f"cannot write an image named {args.output!r}; use one of {', '.join(IMAGE_KINDS)}"
-        )
+    if kind not in IMAGE_EXTENSIONS:
+        kinds = ", ".join(sorted(IMAGE_EXTENSIONS))
+        raise ValueError(f"cannot write an image named {args.output!r}; use one of {kinds}")
     check_output(out, overwrite=args.overwrite)
     with FrameStore(args.store, read_ahead=False) as store:
         frame = store[args.index]

@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -169,8 +168,3 @@ class PsnrAtLeast:
 
     def __repr__(self) -> str:
         return f"psnr:{self.db:g}"
-
-
-def psnr_db(mse: float) -> float:
-    """PSNR in dB of an MSE of pixels in 0..1 (``inf`` when exact)."""
-    return math.inf if mse <= 0 else -10 * math.log10(mse)
