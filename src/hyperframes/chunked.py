@@ -60,6 +60,7 @@ from .errors import HyperframesError, MediaError
 from .executors.ray import RayExecutor, check_shippable, node_id
 from .frames import FrameSpec
 from .io.base import Sink
+from .io.frame_table import scan
 from .io.publish import check_output, publish, temp_beside, write_output
 from .io.video import VideoSource
 from .io.video_sink import VideoSink
@@ -181,18 +182,24 @@ def auto_segments(frames: int, cluster_cpus: float, cpus_per_segment: int) -> in
 def video_frames(path: Path) -> tuple[list[int], list[int], Fraction]:
     """Every frame's pts in presentation order, the keyframes' indices, and the time base.
 
-    Reads packets only (no decoding).
+    Reads packets only (no decoding), with :func:`~hyperframes.io.frame_table.scan`.
+
+    Raises:
+        MediaError: the timestamps cannot number the frames, so cuts cannot be placed.
     """
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         base = stream.time_base
-        packets = [(p.pts, p.is_keyframe) for p in container.demux(stream) if p.pts is not None]
-    if not packets or base is None:
+        table = scan(container, stream)
+    if table.untrusted is not None:
+        raise MediaError(
+            f"{str(path)!r} cannot be cut into segments: {table.untrusted}; "
+            "run without --chunks, or remux it with fresh timestamps"
+        )
+    if not len(table.pts) or base is None:
         raise MediaError(f"{str(path)!r} has no timestamped video packets; re-encode it")
-    packets.sort()
-    pts = [p for p, _ in packets]
-    keyframes = [i for i, (_, key) in enumerate(packets) if key]
-    return pts, keyframes or [0], Fraction(base)
+    keyframes = table.keyframes.tolist() or [0]
+    return table.pts.tolist(), keyframes, Fraction(base)
 
 
 def halo_of(build: Build | None, pipeline: Pipeline) -> tuple[int, int]:

@@ -21,10 +21,14 @@ from hyperframes.io.video_sink import VideoSink
 
 
 @pytest.fixture
-def world(tmp_path, synthetic_mp4):
-    """An input clip and a store packed from it, in tmp_path."""
+def world(tmp_path, synthetic_mp4, monkeypatch):
+    """An input clip, a store packed from it and a module to render, in tmp_path."""
     store = tmp_path / "S"
     assert main(["pack", str(synthetic_mp4), str(store), "--json"]) == 0
+    (tmp_path / "painter.py").write_text(
+        "import numpy as np\n\ndef frame(i):\n    return np.full((16, 16, 3), i, np.uint8)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
     return {"IN": synthetic_mp4, "S": store, "tmp": tmp_path}
 
 
@@ -37,7 +41,15 @@ WRITERS = {
     "frame": (["frame", "S", "3", "OUT.png"], "OUT.png"),
     "analyze --plot": (["analyze", "IN", "--plot", "OUT.png", "--samples", "0"], "OUT.png"),
     "analyze --report": (["analyze", "IN", "--report", "OUT.json", "--samples", "0"], "OUT.json"),
-}
+    "pack": (["pack", "IN", "OUT.hfs"], "OUT.hfs"),
+    "unpack images": (["unpack", "S", "OUT"], "OUT"),
+    "unpack --report": (["unpack", "S", "o.mkv", "--report", "OUT.json"], "OUT.json"),
+    "render": (["render", "painter:frame", "OUT.mkv", "--frames", "8", "--size", "16x16"],
+               "OUT.mkv"),
+    "transcode --start": (["transcode", "IN", "OUT.mkv", "--start", "30", "--codec", "ffv1"],
+                          "OUT.mkv"),
+}  # fmt: skip
+FOLDERS = {"pack", "unpack images"}  # a folder is written: another file there is never removed
 
 
 def argv(world, words: list[str], out: Path) -> list[str]:
@@ -58,14 +70,19 @@ def test_an_existing_output_is_refused_without_overwrite(world, writer, capsys):
     out.write_bytes(b"precious")
     assert main(argv(world, words, out)) != 0
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "exists" in err[0] and "--overwrite" in err[0], err
+    if writer in FOLDERS:  # refused even with --overwrite, saying to choose another path
+        assert main([*argv(world, words, out), "--overwrite"]) != 0
+        err += capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 2 and all("a folder" in e or "new path" in e for e in err), err
+    else:
+        assert len(err) == 1 and "exists" in err[0] and "--overwrite" in err[0], err
     assert out.read_bytes() == b"precious"
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_a_link_is_never_written_through(world, writer, capsys):
     """Without --overwrite a link is refused; with it the link itself is replaced by the
-    new file. Its target is never written either way."""
+    new file (a folder output refuses it still). Its target is never written either way."""
     words, name = WRITERS[writer]
     target = world["tmp"] / "victim.bin"
     target.write_bytes(b"precious")
@@ -74,6 +91,11 @@ def test_a_link_is_never_written_through(world, writer, capsys):
     assert main(argv(world, words, out)) != 0
     assert "symbolic link" in capsys.readouterr().err
     assert target.read_bytes() == b"precious" and out.is_symlink()
+    if writer in FOLDERS:
+        assert main([*argv(world, words, out), "--overwrite"]) != 0
+        assert "symbolic link" in capsys.readouterr().err
+        assert target.read_bytes() == b"precious" and out.is_symlink()
+        return
     assert main([*argv(world, words, out), "--overwrite"]) == 0
     assert target.read_bytes() == b"precious"
     assert not out.is_symlink() and out.stat().st_size > 0

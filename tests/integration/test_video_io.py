@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 
 from hyperframes.errors import CorruptFrame, FrameError, MediaError
 from hyperframes.frames import FrameSpec
+from hyperframes.io import frame_table
 from hyperframes.io import video as video_module
 from hyperframes.io import video_sink as video_sink_module
 from hyperframes.io.probe import probe
@@ -125,15 +127,23 @@ def test_start_stop_match_a_full_read(bunny, start, stop):
     assert crcs2 == crcs[start:stop]
 
 
-def test_seek_that_lands_after_start_decodes_from_the_top(bunny, monkeypatch):
+def test_a_seek_whose_frames_break_the_promise_decodes_from_the_top(bunny, monkeypatch):
     path, (ids, _, crcs) = bunny
+    real = frame_table.scan
 
-    def overshoot(self, frame):
-        raise video_module._Overshoot
+    def shifted(container, stream, **options):  # every timestamp one tick late
+        table = real(container, stream, **options)
+        return dataclasses.replace(table, pts=table.pts + 1)
 
-    monkeypatch.setattr(VideoSource, "_index_of", overshoot)
-    ids2, _, crcs2 = read_all(VideoSource(path, start=70, stop=80))
+    monkeypatch.setattr(video_module, "scan", shifted)
+    source = VideoSource(path, start=70, stop=80)
+    ids2, _, crcs2 = read_all(source)
     assert ids2.tolist() == ids[70:80].tolist() and crcs2 == crcs[70:80]
+    assert "decoded from the first frame" in source.notes()["seek"]
+    monkeypatch.undo()
+    trusted = VideoSource(path, start=70, stop=80)
+    assert read_all(trusted)[2] == crcs[70:80]
+    assert trusted.notes()["seek"].endswith("checked frame by frame")
 
 
 def test_vfr_timestamps_are_pyav_times(scene_clip):

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     job = argparse.Namespace(**{
         **vars(args), "input": str(clip), "output": args.output, "codec": "libx264",
         "crf": 23, "preset": "ultrafast", "pix_fmt": None, "overwrite": True,
-        "size": (640, 360), "start": 0, "stop": None, "on_corrupt": "fail",
+        "size": (640, 360), "start": 0, "stop": None, "on_corrupt": "fail", "rotation": None,
     })  # fmt: skip
     report, _ = transcode(job)
     if not args.json:

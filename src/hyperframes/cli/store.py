@@ -98,6 +98,7 @@ def run_pack(args: argparse.Namespace) -> int:
     from ..hyper.grouping import GroupingOptions
     from ..io.video import VideoSource
     from ..store import StoreSink, StoreWriter
+    from ..store.resume import check_resumed_frame
     from ..store.sink import plan_pack
     from ..store.writer import resume_point
 
@@ -117,12 +118,15 @@ def run_pack(args: argparse.Namespace) -> int:
     )  # fmt: skip
     options = GroupingOptions(threshold=threshold, min_len=min_len, max_len=plan.max_len)
     grouping = {"threshold": threshold, "min_len": min_len, "max_len": plan.max_len}
-    if complete or (whole.length is not None and start >= whole.length):
-        StoreWriter(  # checks that the store was packed from this input
+    if args.resume and (start or complete):
+        done = complete or (whole.length is not None and start >= whole.length)
+        StoreWriter(  # checks the input and the settings, and that no one else writes
             args.store, _store_spec(args.store), whole.info, tier=tier, psnr=args.psnr,
             intra=args.intra, grouping=grouping, resume=True,
-        ).close(complete=True)  # fmt: skip
-        return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
+        ).close(complete=done)  # fmt: skip
+        if done:
+            return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
+        check_resumed_frame(args.store, args.input, start - 1, size=args.size, pix_fmt=pix_fmt)
     source = VideoSource(args.input, start=start, size=args.size, pix_fmt=pix_fmt)
     sink = StoreSink(  # records the grouping the .group() stage below uses
         args.store, tier=tier, psnr=args.psnr, intra=args.intra, workers=workers_of(args),

@@ -82,6 +82,11 @@ class Source(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources; called once, also after errors."""
 
+    def notes(self) -> dict[str, Any]:
+        """What the run report should say about this read (``report.extra["source"]``),
+        such as how a seek was checked; called after the last read. Empty by default."""
+        return {}
+
     def __enter__(self) -> Source:
         self.open()
         return self
@@ -114,3 +119,9 @@ class Sink(ABC):
         """Finish. ``ok=False`` after a failure: remove partial output. Returns a result
         (e.g. the output path) that goes into the run report as ``output``."""
         return None
+
+    def notes(self) -> dict[str, Any]:
+        """What the run report should say about this write (``report.extra["sink"]``),
+        such as timestamps it had to regenerate; called after :meth:`close`. Empty by
+        default."""
+        return {}

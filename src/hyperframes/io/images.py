@@ -296,8 +296,15 @@ class ImageSequenceSink(Sink):
         suffix = Path(first).suffix
         if not suffix.isascii() or not cv2.haveImageWriter(f"frame{suffix}"):
             raise ValueError(f"OpenCV cannot write {first!r}; end the pattern with .png or .jpg")
+        if self.directory.is_symlink():
+            raise FileExistsError(
+                f"{str(self.directory)!r} is a symbolic link; outputs are never written "
+                "through links: name a real folder"
+            )
         if self.directory.exists() and not self.directory.is_dir():
-            raise NotADirectoryError(f"{str(self.directory)!r} is a file; name a folder")
+            raise NotADirectoryError(
+                f"{str(self.directory)!r} is a file; name a folder (a new path)"
+            )
         store = store_folder_of(self.directory)
         if store is not None:
             raise ValueError(

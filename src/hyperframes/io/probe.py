@@ -199,6 +199,21 @@ def vfr_suspected(
     return bool(steps) and max(steps) - min(steps) > 1
 
 
+def display_rotation(
+    container: av.container.InputContainer, stream: av.video.stream.VideoStream
+) -> int:
+    """How far a player turns the frames counterclockwise to show them: 0, 90, 180 or 270
+    degrees, from the first frame's display matrix (a phone's rotation tag). Decodes up to
+    the first frame, so call it on a container that is not read afterwards, or seek back;
+    0 when no frame decodes (reading says why later)."""
+    try:
+        for frame in container.decode(stream):
+            return round(frame.rotation / 90) % 4 * 90
+    except av.FFmpegError:
+        pass
+    return 0
+
+
 def probe(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Describe the first video stream of ``path``.
 

@@ -144,6 +144,9 @@ class VideoSink(Sink):
         self._use_pts: bool | None = None
         self._origin = 0.0
         self._last_pts = -1
+        self._frame_seconds = 1 / 30
+        self._step = 0  # between the last two timestamps
+        self.retimed = 0  # frames whose timestamp went backwards or repeated
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Create the temporary file and the encoder for frames of ``spec``."""
@@ -169,7 +172,7 @@ class VideoSink(Sink):
                 f"{width}x{height}; resize to an even size or pass pix_fmt='yuv444p'"
             )
         rate = _fraction(self.fps or info.get("rate") or info.get("fps") or 30)
-        self._time_base = 1 / rate
+        self._time_base, self._frame_seconds = 1 / rate, float(1 / rate)
         if info.get("time_base"):
             self._source_base = _fraction(info["time_base"])
         try:
@@ -187,6 +190,8 @@ class VideoSink(Sink):
                 stream.codec_context.thread_type = "AUTO"
             for key, value in self._tags.items():  # planes' colour tags, into the stream
                 setattr(stream.codec_context, key, value)
+            if info.get("rotation"):  # the source's rotation tag, kept (VideoSource notes)
+                stream.set_display_rotation(int(info["rotation"]))
             options: dict[str, object] = dict(self.options)
             stream.options = options
         except (av.FFmpegError, ValueError) as exc:
@@ -291,12 +296,27 @@ class VideoSink(Sink):
         self._stream.codec_context.time_base = self._time_base
 
     def _next_pts(self, seconds: float | None) -> int:
+        """The frame's timestamp in the stream's time base: the source's, relative to the
+        first frame; where it goes backwards or repeats (two files joined), the frame is
+        shown one step after the last (the step between the two frames before), and the
+        frames after it keep their spacing."""
         if seconds is None or not self._use_pts:
             value = self._last_pts + 1
         else:
-            value = max(round((seconds - self._origin) / self._time_base), self._last_pts + 1)
+            value = round((seconds - self._origin) / self._time_base)
+            if value <= self._last_pts and self._last_pts >= 0:
+                step = self._step or max(1, round(self._frame_seconds / self._time_base))
+                self._origin -= float((self._last_pts + step - value) * self._time_base)
+                value = self._last_pts + step
+                self.retimed += 1
+        self._step = value - self._last_pts if self._last_pts >= 0 else 0
         self._last_pts = value
         return value
+
+    def notes(self) -> dict[str, Any]:
+        """``retimed_frames``: how many frames got a new timestamp because theirs went
+        backwards or repeated (none: an empty dict)."""
+        return {"retimed_frames": self.retimed} if self.retimed else {}
 
     def __repr__(self) -> str:
         return f"VideoSink({str(self.path)!r}, codec={self.codec!r}, options={self.options})"

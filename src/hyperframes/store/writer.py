@@ -258,7 +258,10 @@ class StoreWriter:
                 raise FileNotFoundError(f"folder {str(path.parent)!r} does not exist")
             path.mkdir()
         elif not path.is_dir():
-            raise FileExistsError(f"{str(path)!r} exists and is not a store folder")
+            raise FileExistsError(
+                f"{str(path)!r} exists and is not a store folder; choose a new path "
+                "(--overwrite replaces a store, never another file)"
+            )
         names = {p.name for p in path.iterdir()}
         if not names <= _STORE_FILES:
             raise FileExistsError(

@@ -1,0 +1,48 @@
+"""A resume continues the same frames: the input's frame at the last stored index must be
+the stored one.
+
+The store's input check (byte size, duration, a hash of the first packets) cannot see an
+input that differs later on, nor frames numbered otherwise (a seek that lands elsewhere).
+:func:`check_resumed_frame` decodes the input's frame at the last stored index and compares
+it with what the store holds: exactly for lossless stores, to the store's PSNR bound for
+lossy ones. ``pack --resume`` calls it once the store's input and settings are checked.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..errors import StoreError
+from ..hyper.quality import psnr
+from ..io.video import VideoSource
+from .lmdb_store import FrameStore
+
+
+def check_resumed_frame(
+    store: str | os.PathLike[str],
+    video: str | os.PathLike[str],
+    frame: int,
+    *,
+    size: tuple[int, int] | None = None,
+    pix_fmt: Any = "rgb24",
+) -> None:
+    """Raise :class:`StoreError` unless frame ``frame`` of ``video`` (read as the pack reads
+    it: ``size``, ``pix_fmt``) is frame ``frame`` of ``store``."""
+    delivery = "native" if pix_fmt == "native" else "rgb24"
+    with FrameStore(store, hot_bytes=0, warm_bytes=0, read_ahead=False, pix_fmt=delivery) as held:
+        stored, bound = held.get_frame_at(frame), held.header.psnr
+    with VideoSource(video, start=frame, stop=frame + 1, size=size, pix_fmt=pix_fmt) as source:
+        decoded = np.empty((1, *source.spec.shape), source.spec.dtype)
+        count = len(source.read_into(decoded))
+    same = count == 1 and decoded[0].shape == stored.shape
+    if same and not np.array_equal(decoded[0], stored):
+        same = bound is not None and psnr(decoded[0], stored) >= bound - 0.01
+    if not same:
+        raise StoreError(
+            f"frame {frame} of {str(video)!r} is not the frame {frame} stored in "
+            f"{str(store)!r}: the input differs from the one packed (or numbers its frames "
+            "otherwise); pack it into a new store, or pass --overwrite to start again"
+        )
