@@ -17,7 +17,7 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,dev,demo,plot,ray,gpu,view]'
+	$(BIN)/pip install --quiet -e '.[test,dev,demo,plot,ray,gpu,view,parquet]'
 	touch $@ $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)

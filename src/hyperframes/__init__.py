@@ -34,6 +34,7 @@ if _TYPE_CHECKING:
     from .frames import Batch, FramePool, FrameSpec
     from .io.base import Chunk, Sink, Source
     from .io.images import ImageSequenceSink, ImageSequenceSource
+    from .io.results import ResultsSink
     from .io.video import VideoSource
     from .io.video_sink import VideoSink
     from .pipeline import Pipeline
@@ -57,6 +58,7 @@ _LAZY = {
     "Source": ".io.base",
     "ImageSequenceSink": ".io.images",
     "ImageSequenceSource": ".io.images",
+    "ResultsSink": ".io.results",
     "VideoSource": ".io.video",
     "VideoSink": ".io.video_sink",
     "Pipeline": ".pipeline",
@@ -96,6 +98,7 @@ __all__ = [
     "Pipeline",
     "PoolExhausted",
     "Progress",
+    "ResultsSink",
     "RunReport",
     "Sink",
     "Source",

@@ -38,6 +38,8 @@ from .hyper.target import TargetReuse, check_target, held
 from .io.arrays import ArraySource, IndexSource, IterableSource, check_frame
 from .io.base import Sink, Source
 from .io.callbacks import CallbackSink, CollectSink, NullSink
+from .io.handoff import Batches
+from .models import PerWorker
 
 if TYPE_CHECKING:
     from .hyper.distance import DistanceKind
@@ -148,7 +150,9 @@ class Pipeline:
         Args:
             fn: takes the ``(n, *shape)`` frames of a batch and returns ``n`` frames. It may
                 write into its input and return it (no copy), or return a new array; frames
-                of another shape or dtype go to the stage's own pool.
+                of another shape or dtype go to the stage's own pool. A class (a model that
+                loads weights) is made once per worker, its ``setup()`` called first, and
+                its instances called so (:mod:`hyperframes.models`).
             workers: threads running ``fn`` at once. Functions that release the GIL
                 (OpenCV, most numpy, PyAV, torch) scale with this.
             name: the stage's name in reports; ``"map:<function name>"`` by default.
@@ -182,6 +186,8 @@ class Pipeline:
         """
         if not callable(fn):
             raise TypeError(f"map needs a callable, got {type(fn).__name__}")
+        if isinstance(fn, type):  # a model class: one instance per worker, set up once
+            fn = PerWorker(fn)
         if reuse not in ("none", "base"):
             raise ValueError(f"reuse must be 'none' or 'base', got {reuse!r}")
         if reuse == "base" and window is not None:
@@ -400,6 +406,31 @@ class Pipeline:
                 started=started,
             )
             return runner.run()
+
+    def iter_batches(self, *, meta: bool = False, **run_options: Any) -> Batches:
+        """The output batches for a loop of your own: ``for ids, frames in ...``.
+
+        The run starts when the loop does, on a thread of its own, and goes ahead within
+        its memory budget while the loop works; the loop holds one batch at a time:
+        ``frames`` is a view of a pool slot, valid until the next step (copy what you
+        keep). Leaving the loop (``break``, an exception, Ctrl-C) stops the run and waits
+        for it to unwind: no thread, process or slot is left. A stage's error is raised in
+        the loop. The run's report is ``.report`` of the returned object once it ended.
+
+        Args:
+            meta: yield ``(ids, frames, meta)``, ``meta`` as ``{key: array}`` (``"pts"``,
+                the values of ``map(..., into=key)`` stages, ...).
+            run_options: as :meth:`run` takes them (``memory``, ``executor``, ...).
+
+        Example:
+            >>> total = 0
+            >>> for ids, frames in Pipeline.from_frames(np.ones((10, 4, 4), np.uint8),
+            ...                                         batch_size=4).iter_batches():
+            ...     total += int(frames.sum())
+            >>> total
+            160
+        """
+        return Batches(lambda sink: self.to(sink).run(**run_options), meta=meta)
 
     def collect(self, **run_options: Any) -> np.ndarray:
         """Run and return every output frame as one ``(N, *shape)`` array (short inputs only)."""

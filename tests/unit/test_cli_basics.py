@@ -29,6 +29,7 @@ API_0_1_0 = (
     "ImageSequenceSource", "MediaError", "Pipeline", "PoolExhausted", "Progress", "RunReport",
     "Sink", "Source", "StageError", "StageReport", "StoreCorrupt", "StoreError", "StoreSink",
     "TaskGraph", "VideoSink", "VideoSource", "__version__", "analyze",
+    "ResultsSink",  # added with the map job: a model's answers kept in a results file
 )  # fmt: skip
 
 

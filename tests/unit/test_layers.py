@@ -17,7 +17,7 @@ ROOT = Path(hyperframes.__file__).parent
 FLOORS = {
     "errors": 0, "_version": 0,
     "frames": 1,
-    "executors": 2, "io": 2,
+    "executors": 2, "io": 2, "models": 2,
     "engine": 3,
     "hyper": 4, "metrics": 4,
     "store": 5, "_estimate": 5, "_identity": 5,

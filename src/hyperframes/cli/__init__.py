@@ -17,11 +17,11 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 
 from .._version import __version__
-from . import analyze, bench, demo, doctor, store, tune, video, view
+from . import analyze, bench, demo, doctor, map_job, store, tune, video, view
 from .common import UsageError, fail
 from .paths import check_paths
 
-COMMANDS = (demo, video, analyze, store, view, tune, bench, doctor)
+COMMANDS = (demo, video, map_job, analyze, store, view, tune, bench, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,25 @@ class UsageError(ValueError):
     own usage errors (the line says which option to drop or add)."""
 
 
+def add_function_options(p: argparse.ArgumentParser) -> None:
+    """The options of commands that run a user's function: how answers may be shared."""
+    p.add_argument(
+        "--reuse-target", type=float, default=None, metavar="T",
+        help="share answers between similar frames while agreeing with the function's own "
+        "on this share of frames (e.g. 0.95), checked on a sample computed anyway",
+    )  # fmt: skip
+    p.add_argument(
+        "--agree", default=None,
+        help="how answers compare for --reuse-target: equal, boxes[:IOU], count, psnr[:DB]",
+    )  # fmt: skip
+
+
+def check_function_options(args: argparse.Namespace) -> None:
+    """Refuse ``--agree`` without ``--reuse-target`` (it would do nothing)."""
+    if args.agree is not None and args.reuse_target is None:
+        raise UsageError("--agree says how answers compare for --reuse-target; add it")
+
+
 def fail(exc: BaseException, flags: Collection[str] = ()) -> int:
     """Print ``exc`` as one line on stderr (its notes after a semicolon) and return 1.
 

@@ -7,13 +7,18 @@ imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import UsageError, emit_report, positive_float, positive_int
+from .common import (
+    UsageError,
+    add_function_options,
+    check_function_options,
+    emit_report,
+    positive_float,
+    positive_int,
+)
 from .observe import add_long_options, observed, observed_run, workers_of
 from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
 
@@ -48,6 +53,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="fail",
         help="a frame that cannot be decoded: fail with its index, or skip and report it",
     )
+    p.add_argument(
+        "--rotation",
+        choices=("apply", "keep"),
+        default=None,
+        help="a rotation tag (phone clips): keep it on the output (the default where the "
+        "planes go through unconverted) or turn the frames upright (the default otherwise)",
+    )
+    p.add_argument(
+        "--map", default=None, metavar="MODULE:NAME",
+        help="a filter between decode and encode: a function of a batch of RGB frames (or "
+        "a class with setup/__call__, made once per worker) returning the frames to write",
+    )  # fmt: skip
+    add_function_options(p)
     add_long_options(p)
     add_chunk_options(p)
     p.set_defaults(run=run_transcode, reads=("input",), writes=("output",))
@@ -142,7 +160,12 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
 
     planar = planar_path(args, probe(args.input))
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
-    if getattr(args, "chunks", None) is not None:  # demo's runs have no --chunks
+    filter_spec = getattr(args, "map", None)  # demo's runs have no --map nor --chunks
+    if filter_spec is not None:
+        check_function_options(args)
+        if args.chunks is not None:
+            raise UsageError("--map runs in one process for now; drop --chunks")
+    if getattr(args, "chunks", None) is not None:
         return transcode_chunked(args, pix_fmt)
 
     def make() -> VideoSource:
@@ -150,12 +173,17 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
         # frame size changes part-way comes out at one size
         return VideoSource(
             args.input, start=args.start, stop=args.stop, on_corrupt=args.on_corrupt,
-            pix_fmt=pix_fmt, size=args.size,
+            pix_fmt=pix_fmt, size=args.size, rotation=args.rotation,
         )  # fmt: skip
 
     source: VideoSource | Looped = Looped(make, times=args.loop) if args.loop > 1 else make()
     sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None)
     pipeline = Pipeline.from_source(source, batch_size=args.batch_size)
+    if filter_spec is not None:
+        fn = load_function(filter_spec)
+        pipeline = pipeline.map(
+            fn, workers=workers_of(args), reuse_target=args.reuse_target, agree=args.agree
+        )
     report, extra = observed_run(args, pipeline.to(sink), "transcode")
     skipped = getattr(source, "skipped", [])
     if skipped:
@@ -177,7 +205,8 @@ def transcode_chunked(
     def run(bar: Any, watch: Any) -> RunReport:
         return run_chunked(
             args.input, args.output, start=args.start, stop=args.stop,
-            source_options={"size": args.size, "pix_fmt": pix_fmt, "on_corrupt": args.on_corrupt},
+            source_options={"size": args.size, "pix_fmt": pix_fmt, "on_corrupt": args.on_corrupt,
+                            "rotation": args.rotation},
             executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
             memory=args.memory, overwrite=args.overwrite, progress=bar, monitor=watch,
             **encoder_options(args, **planar),
@@ -197,26 +226,19 @@ def planar_path(args: argparse.Namespace, facts: dict[str, Any]) -> bool:
     size = args.size or (facts["width"], facts["height"])
     encoded = args.pix_fmt or ("yuv420p" if args.codec != "ffv1" else None)
     return (
-        facts.get("pix_fmt") == "yuv420p"
+        getattr(args, "rotation", None) != "apply"  # planes cannot be turned
+        and getattr(args, "map", None) is None  # a filter takes RGB frames
+        and facts.get("pix_fmt") == "yuv420p"
         and encoded == "yuv420p"
         and all(v % 2 == 0 for v in (*size, facts["width"], facts["height"]))
     )
 
 
 def load_function(spec: str) -> Any:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"expected MODULE:FUNCTION like mymod:frame, got {spec!r}")
-    if "" not in sys.path and "." not in sys.path:
-        sys.path.insert(0, "")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module {module_name!r}: {exc}") from exc
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise ValueError(f"module {module_name!r} has no function {attr!r}")
-    return fn
+    """``MODULE:NAME`` as :func:`hyperframes.models.load` gives it."""
+    from ..models import load
+
+    return load(spec)
 
 
 def run_render(args: argparse.Namespace) -> int:

@@ -102,10 +102,21 @@ class RowComputer:
             self._threads = None
 
 
-def assemble(batch: Batch, values: dict[int, Any], *, frames_out: bool) -> Any:
+ANSWER_OF = "answer_of"
+"""The meta key a reuse strategy fills: for each frame, the index of the frame whose computed
+answer it carries (its own index when it was computed)."""
+
+
+def assemble(
+    batch: Batch, values: dict[int, Any], *, frames_out: bool, origins: dict[int, int]
+) -> Any:
     """The results of ``batch`` in row order from ``values`` (row -> result); rows without
     one failed for good and are dropped from the batch. Frames out are stacked into one
-    array; per-frame values stay a list, whatever their shapes (boxes differ per frame)."""
+    array; per-frame values stay a list, whatever their shapes (boxes differ per frame).
+    ``origins`` (row -> frame index) goes into ``batch.meta[ANSWER_OF]``."""
+    batch.meta[ANSWER_OF] = np.array(
+        [origins.get(j, -1) for j in range(batch.count)], dtype=np.int64
+    )
     keep = [j for j in range(batch.count) if j in values]
     batch.keep(keep)
     out = [values[j] for j in keep]

@@ -103,6 +103,7 @@ class ReuseStrategy:
         self._group = -1
         self._base: np.ndarray | None = None
         self._base_result: Any = None
+        self._base_id = -1  # the frame index of the base whose result is carried
         self.frames_out = frames_out
         self.agree = agree
         self.rows = RowComputer(stage=stage, split=split)
@@ -195,17 +196,20 @@ class ReuseStrategy:
                 source[j] = None
         self.computed += len(need) + len(orphans)
         values: dict[int, Any] = {}
+        origins: dict[int, int] = {}
         for j in range(batch.count):
             src = source[j]
             if j in computed:
-                values[j] = computed[j]
+                values[j], origins[j] = computed[j], int(batch.index[j])
             elif src is not None:
                 values[j] = _copy(carried) if src == -1 else _copy(computed[src])
+                origins[j] = self._base_id if src == -1 else int(batch.index[src])
         self.reused += sum(1 for j in values if j not in computed)
         self._check(verify, source, computed, carried)
         if self._group >= 0 and base_row is not None and base_row in computed:
             self._base_result = _copy(computed[base_row])
-        return [(batch, assemble(batch, values, frames_out=self.frames_out))]
+            self._base_id = int(batch.index[base_row])
+        return [(batch, assemble(batch, values, frames_out=self.frames_out, origins=origins))]
 
     def close(self) -> None:
         """Stop the threads that compute chunks (called at the end of a run)."""

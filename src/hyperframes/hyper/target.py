@@ -126,6 +126,7 @@ class TargetReuse:
         self._batches: list[tuple[int, Batch]] = []
         self._looks: dict[int, np.ndarray] = {}
         self._answers: dict[int, Any] = {}
+        self._ids: dict[int, int] = {}  # the frame index of each computed position
         self._tried: set[int] = set()
         self._pending: dict[int, float] = {}  # samples chosen, to compute
         self._strays: dict[tuple[int, int, int], int | None] = {}  # excursions found
@@ -300,9 +301,10 @@ class TargetReuse:
         ]
         got: dict[int, Any] = {}
         results = self.rows.compute_many(parts, compute)  # all at once, across batches
-        for (start, _), answers in zip(self._batches, results, strict=True):
+        for (start, batch), answers in zip(self._batches, results, strict=True):
             for row, answer in answers.items():
                 got[start + row] = answer
+                self._ids[start + row] = int(batch.index[row])
         with self._lock:
             self.calls += len(frames)
         self._answers.update(got)
@@ -314,16 +316,17 @@ class TargetReuse:
         frames = range(start, start + batch.count)
         orphans = [i for i in frames if i not in self._answers and self._source(i) is None]
         self._compute(orphans, compute)  # nothing to share from: every computed frame failed
-        values = {}
+        values, origins = {}, {}
         for i in frames:
             src = i if i in self._answers else self._source(i)
             if src is not None:
                 values[i - start] = self._answers[i] if src == i else _copy(self._answers[src])
+                origins[i - start] = self._ids[src]
         with self._lock:
             self.frames += batch.count
         self._batches.pop(0)
         self._forget(start + batch.count)
-        return [(batch, assemble(batch, values, frames_out=self.frames_out))]
+        return [(batch, assemble(batch, values, frames_out=self.frames_out, origins=origins))]
 
     def _source(self, i: int, *, alone: bool = False) -> int | None:
         """The computed frame whose answer frame ``i`` shares: itself if computed (unless
@@ -346,6 +349,7 @@ class TargetReuse:
         last = max((e for e in self._answers if e < decided), default=None)
         for e in [e for e in self._answers if e < decided and e != last]:
             del self._answers[e]
+            self._ids.pop(e, None)
         keep = {e for e in self._answers}
         for e in [e for e in self._looks if e < decided and e not in keep]:
             del self._looks[e]

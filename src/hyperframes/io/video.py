@@ -56,12 +56,14 @@ import numpy as np
 from ..errors import CorruptFrame, FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Chunk, Source
+from .frame_table import Seek, scan
 from .layouts import TAGS, Layout, native_layout
-from .probe import damaged_message, iso_damage, open_video, stream_facts, vfr_suspected
+from .probe import damaged_message, display_rotation, iso_damage, open_video, stream_facts
 from .yuv import resize_frame_into
 
 PixFmt = Literal["rgb24", "gray", "rgba", "yuv420p", "native"]
 OnCorrupt = Literal["fail", "skip"]
+Rotation = Literal["apply", "keep"]
 Colour = Literal["fast", "ffmpeg"]
 
 CHANNELS: dict[str, int] = {"gray": 1, "rgb24": 3, "rgba": 4}
@@ -172,8 +174,13 @@ def _check_choice(name: str, value: str, allowed: tuple[str, ...] | frozenset[st
         raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
 
 
-class _Overshoot(Exception):
-    """A seek landed after ``start``: frame indices cannot be derived; decode from the top."""
+def _turned(size: tuple[int, int], turns: int) -> tuple[int, int]:
+    """``(width, height)`` after ``turns`` quarter turns."""
+    return (size[1], size[0]) if turns % 2 else size
+
+
+class _Untrusted(Exception):
+    """The frames after a seek are not the ones the packets promised: decode from the top."""
 
 
 class VideoSource(Source):
@@ -205,6 +212,16 @@ class VideoSource(Source):
             on average, up to 16 below video black; see the module's note), ``"ffmpeg"``
             uses FFmpeg's swscale for every frame, exactly as
             ``frame.to_ndarray(format="rgb24")`` does.
+        rotation: what to do with a rotation tag (the display matrix phones write):
+            ``"apply"`` turns every frame upright, as players show it (``spec`` and
+            ``size`` are then the upright frame's); ``"keep"`` gives the frames as coded
+            and puts the angle in ``info["rotation"]``, which
+            :class:`~hyperframes.io.video_sink.VideoSink` writes back. By default RGB,
+            gray and RGBA frames are turned, planes (``"yuv420p"``, ``"native"``) kept:
+            planes cannot be turned.
+        step: give every ``step``-th frame from ``start`` (indices ``start``,
+            ``start + step``, ...); the frames between are decoded (the codec needs them)
+            but not converted.
 
     Attributes:
         skipped: indices of the frames left out with ``on_corrupt="skip"``.
@@ -214,10 +231,13 @@ class VideoSource(Source):
             frame whose size differs from the stream's and no ``size`` was given.
 
     Note:
-        ``start`` beyond :data:`SEEK_MIN_FRAMES` on a constant-rate stream seeks to the
-        keyframe before it and decodes forward; frame indices are then derived from
-        timestamps. Variable-rate streams are decoded from the first frame, because their
-        timestamps do not give frame indices.
+        Frame *i* is the *i*-th frame the decoder gives, whatever the timestamps say.
+        ``start`` beyond :data:`SEEK_MIN_FRAMES` seeks to the keyframe before it, found by
+        reading the packets up to it (:mod:`~hyperframes.io.frame_table`, no decoding), and
+        every frame decoded from there to ``start`` must carry the timestamp the packets
+        promised; where the timestamps cannot number the frames (missing, repeated, going
+        backwards) or a frame does not match, it decodes from the first frame instead.
+        :meth:`notes` says which it did.
     """
 
     def __init__(
@@ -231,10 +251,15 @@ class VideoSource(Source):
         threads: bool | int = True,
         size: tuple[int, int] | None = None,
         colour: Colour = "fast",
+        rotation: Rotation | None = None,
+        step: int = 1,
     ) -> None:
         _check_choice("pix_fmt", pix_fmt, (*CHANNELS, "yuv420p", "native"))
         _check_choice("colour", colour, ("fast", "ffmpeg"))
         _check_choice("on_corrupt", on_corrupt, ("fail", "skip"))
+        _check_choice("rotation", rotation or "keep", ("apply", "keep"))
+        if step < 1:
+            raise ValueError(f"step must be 1 or more, got {step}")
         if start < 0 or (stop is not None and stop < start):
             raise ValueError(f"need 0 <= start <= stop, got start={start}, stop={stop}")
         self.path = Path(path)
@@ -249,14 +274,32 @@ class VideoSource(Source):
         try:
             facts = stream_facts(container, stream)
             tags = {key: int(getattr(stream.codec_context, key)) for key in TAGS}
-            self._vfr = self.start >= SEEK_MIN_FRAMES and vfr_suspected(container, stream)
+            # where to seek for `start`, or why decoding from the first frame is needed
+            self._seek: Seek | str | None = None
+            if self.start >= SEEK_MIN_FRAMES:
+                self._seek = scan(container, stream, until=self.start).seek_to(self.start)
+                container.seek(0, backward=True)
+            angle = display_rotation(container, stream)
         except av.FFmpegError as exc:
             raise MediaError(f"{str(self.path)!r} is damaged ({exc}); re-encode it") from exc
         finally:
             container.close()
         self._facts = facts
         self._stream_size: tuple[int, int] = (facts["width"], facts["height"])
-        self._out_size = self.size or self._stream_size
+        planes = pix_fmt in ("native", "yuv420p")
+        if (rotation or ("keep" if planes else "apply")) == "apply" and angle:
+            if planes:
+                raise ValueError(
+                    f"{str(self.path)!r} is tagged to be shown turned {angle} degrees, and "
+                    f"pix_fmt={pix_fmt!r} planes cannot be turned; pass rotation='keep' "
+                    "(the tag travels to the output) or pix_fmt='rgb24'"
+                )
+            self._turns, angle = angle // 90, 0
+        else:
+            self._turns = 0
+        self._out_size = self.size or _turned(self._stream_size, self._turns)
+        # the size frames are decoded at, before they are turned upright
+        self._decoded_size = _turned(self._out_size, self._turns)
         self._native: Layout | None = None
         if pix_fmt == "native":
             self._native = native_layout(facts["pix_fmt"], *self._stream_size)
@@ -268,6 +311,7 @@ class VideoSource(Source):
                 )
         self.spec = self._layout(*self._out_size)
         self._scratch: np.ndarray | None = None
+        self._unturned: np.ndarray | None = None
         total = facts["frames"]
         if total is not None and not facts["frames_estimated"] and self.start >= max(total, 1):
             raise ValueError(
@@ -275,13 +319,16 @@ class VideoSource(Source):
                 f"({total} frames); pass a start below {total}"
             )
         end = total if stop is None else (stop if total is None else min(stop, total))
-        self.length = None if end is None else max(0, end - self.start)
+        self.step = int(step)
+        self.length = None if end is None else -(-max(0, end - self.start) // self.step)
         self.info = {
             key: facts[key]
             for key in ("path", "fps", "rate", "time_base", "codec", "width", "height", "frames")
         }
         self.info.update(
-            source_pix_fmt=facts["pix_fmt"], frames_estimated=facts["frames_estimated"]
+            source_pix_fmt=facts["pix_fmt"],
+            frames_estimated=facts["frames_estimated"],
+            rotation=angle,
         )
         if pix_fmt in ("native", "yuv420p"):  # planes: a store keeps them, with their tags
             self.info.update(tags, layout=self._native.name if self._native else "yuv420p")
@@ -331,17 +378,17 @@ class VideoSource(Source):
         self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
     ) -> Iterator[tuple[int, av.VideoFrame]]:
         """The decoded frames with indices in ``[start, stop)``, with their indices."""
-        first: int | None = 0
-        if self.start >= SEEK_MIN_FRAMES and not self._vfr and self._facts["fps"]:
-            t0, fps = self._facts["start_time"], self._facts["fps"]
-            target = t0 + (self.start - 0.5) / fps
-            container.seek(int(target / stream.time_base), stream=stream, backward=True)
-            first = None
-        try:
-            yield from self._window(self._decoded(container, stream, first))
-        except _Overshoot:
-            container.seek(0, backward=True)
-            yield from self._window(self._decoded(container, stream, 0))
+        seek = self._seek
+        if isinstance(seek, Seek):
+            container.seek(seek.pts, stream=stream, backward=True)
+            try:
+                yield from self._window(self._decoded(container, stream, seek))
+            except _Untrusted:
+                self._seek = "a frame decoded after the seek was not the one its packet promised"
+                container.seek(0, backward=True)
+                yield from self._window(self._decoded(container, stream, None))
+        else:
+            yield from self._window(self._decoded(container, stream, None))
         self._check_truncated(stream)
         if self._seen == 0 and not self.skipped and self.start == 0 and self.stop != 0:
             why = iso_damage(self.path)
@@ -350,6 +397,14 @@ class VideoSource(Source):
             raise MediaError(
                 f"{str(self.path)!r} has no decodable video frames; check it with ffprobe"
             )
+
+    def notes(self) -> dict[str, Any]:
+        """``seek``: how ``start`` was reached (absent for a start near the top)."""
+        if self._seek is None:
+            return {}
+        if isinstance(self._seek, Seek):
+            return {"seek": f"to the keyframe at frame {self._seek.index}, checked frame by frame"}
+        return {"seek": f"none: decoded from the first frame, because {self._seek}"}
 
     def _check_truncated(self, stream: av.video.stream.VideoStream) -> None:
         """Raise when decoding ended well before the duration the file declares."""
@@ -371,23 +426,23 @@ class VideoSource(Source):
             if self.stop is not None and number >= self.stop:
                 self._last_time = None  # stopped on purpose: not a truncation
                 return
-            if number >= self.start:
+            if number < self.start:
+                continue
+            self._last_time = frame.time
+            if (number - self.start) % self.step == 0:
                 self._seen += 1
-                self._last_time = frame.time
                 yield number, frame
 
     def _decoded(
         self,
         container: av.container.InputContainer,
         stream: av.video.stream.VideoStream,
-        first: int | None,
+        seek: Seek | None,
     ) -> Iterator[tuple[int, av.VideoFrame]]:
-        """Every frame from the current position, numbered from ``first``.
-
-        ``first=None`` (after a seek) numbers frames from the first one's timestamp and
-        raises :class:`_Overshoot` when the seek landed after ``start``.
-        """
-        number = first
+        """Every frame from the current position, numbered from 0, or after ``seek`` from
+        its keyframe, whose timestamp and those of the frames up to ``start`` must be the
+        ones ``seek`` expects (else :class:`_Untrusted`)."""
+        number: int | None = None if seek else 0  # None: before the keyframe
         packets = container.demux(stream)
         while True:
             try:
@@ -407,22 +462,22 @@ class VideoSource(Source):
                     number += 1
                 continue
             for frame in frames:
-                if number is None:
-                    number = self._index_of(frame)
+                if number is None:  # after the seek: frames presented before its keyframe
+                    assert seek is not None
+                    if frame.pts is not None and frame.pts < seek.pts:
+                        continue
+                    number = seek.index
+                if (
+                    seek
+                    and number <= self.start
+                    and frame.pts != seek.expected[number - seek.index]
+                ):
+                    raise _Untrusted
                 if frame.is_corrupt:
                     self._corrupt(number, "the decoder flagged it corrupt")
                 else:
                     yield number, frame
                 number += 1
-
-    def _index_of(self, frame: av.VideoFrame) -> int:
-        """The index of the first frame after a seek, from its timestamp (constant rate)."""
-        if frame.time is None:
-            raise _Overshoot
-        number = round((frame.time - self._facts["start_time"]) * self._facts["fps"])
-        if number > self.start:
-            raise _Overshoot
-        return int(number)
 
     def _corrupt(self, number: int, why: str) -> None:
         if number < self.start or (self.stop is not None and number >= self.stop):
@@ -445,7 +500,19 @@ class VideoSource(Source):
         return FrameSpec((height, width, CHANNELS[self.pix_fmt]))
 
     def _convert(self, frame: av.VideoFrame, number: int, dst: np.ndarray) -> None:
-        """Write frame ``number`` into ``dst`` in :attr:`pix_fmt`, at :attr:`spec`'s size."""
+        """Write frame ``number`` into ``dst`` in :attr:`pix_fmt`, at :attr:`spec`'s size,
+        turned upright when the rotation is applied."""
+        if not self._turns:
+            self._place(frame, number, dst)
+            return
+        shape = self._layout(*self._decoded_size).shape
+        if self._unturned is None or self._unturned.shape != shape:
+            self._unturned = np.empty(shape, dst.dtype)
+        self._place(frame, number, self._unturned)
+        np.copyto(dst, np.rot90(self._unturned, self._turns))
+
+    def _place(self, frame: av.VideoFrame, number: int, dst: np.ndarray) -> None:
+        """Write frame ``number`` into ``dst`` at the decoded size (before any turn)."""
         got = (frame.width, frame.height)
         if got != self._stream_size and self.size is None:
             (width, height), before = self._stream_size, "the stream declares"
@@ -458,10 +525,10 @@ class VideoSource(Source):
             )
         if self.pix_fmt in ("native", "yuv420p"):
             self._check_tags(frame, number)
-        if got == self._out_size:
+        if got == self._decoded_size:
             self._decode_into(frame, dst)
             return
-        width, height = self._out_size
+        width, height = self._decoded_size
         if self.pix_fmt == "yuv420p":  # from the decoder's planes, no copy of the frame
             resize_frame_into(frame, dst)
             return
