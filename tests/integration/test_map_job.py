@@ -287,3 +287,19 @@ def test_iter_batches_stops_cleanly_on_break_and_on_an_error(bikes, executor):
     whole = pipeline.iter_batches(meta=True, executor=executor)
     count = sum(len(ids) for ids, _, meta in whole if "pts" in meta)
     assert count == 250 and whole.report.frames == 250
+
+
+def _under(executor: str, model: Path, bikes: Path) -> None:
+    common = ["map", str(bikes), "mymodel:Model", "--stop", "40", "--workers", "2"]
+    assert main([*common, "--out", "threads.jsonl"]) == 0
+    assert main([*common, "--out", f"{executor}.jsonl", "--executor", executor]) == 0
+    assert read_rows(model / f"{executor}.jsonl") == read_rows(model / "threads.jsonl")
+
+
+def test_map_under_processes_equals_threads(model, bikes, capsys):
+    _under("processes", model, bikes)
+
+
+@pytest.mark.ray
+def test_map_under_ray_equals_threads(ray_cluster, model, bikes, capsys):
+    _under("ray", model, bikes)  # the module in the working folder goes to Ray by value
