@@ -41,19 +41,39 @@ def code_identity(fn: Any) -> str:
     return f"{module}:{getattr(owner, '__qualname__', '?')}:{digest.hexdigest()[:16]}"
 
 
-def _feed(fn: Any, digest: Any) -> None:
-    if isinstance(fn, functools.partial):
-        _feed(fn.func, digest)
-        digest.update(_stable_repr((fn.args, sorted(fn.keywords.items()))).encode())
+def _feed(fn: Any, digest: Any, depth: int = 0) -> None:
+    """Feed what ``fn`` runs: a partial's function and arguments, a class's module and
+    methods, a function's module and code, an object's ``__call__`` and the callables it
+    holds (a model wrapper's class), a few levels deep."""
+    if depth > 4:
         return
-    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn)
+    if isinstance(fn, functools.partial):
+        _feed(fn.func, digest, depth + 1)
+        for value in (*fn.args, *(v for _, v in sorted(fn.keywords.items()))):
+            if callable(value):
+                _feed(value, digest, depth + 1)
+            else:
+                digest.update(_stable_repr(value).encode())
+        return
+    target = (
+        fn if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isclass(fn) else type(fn)
+    )
     module = sys.modules.get(getattr(target, "__module__", ""), None)
     source = getattr(module, "__file__", None)
     if source and Path(source).is_file():
         digest.update(Path(source).read_bytes())
+    if inspect.isclass(fn):
+        for _, member in sorted(vars(fn).items()):
+            if inspect.isfunction(member):
+                _feed_code(member.__code__, digest)
+        return
     code = getattr(fn, "__code__", None)  # functions, and methods through __func__
-    if code is None:  # an object: the code of its class's __call__
+    if code is None:  # an object: the code of its class's __call__, and what it holds
         code = getattr(inspect.getattr_static(type(fn), "__call__", None), "__code__", None)
+        held = getattr(fn, "__dict__", {})
+        for _, value in sorted(held.items()):
+            if callable(value):
+                _feed(value, digest, depth + 1)
     if code is not None:
         _feed_code(code, digest)
 

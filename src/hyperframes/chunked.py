@@ -7,6 +7,9 @@ Two kinds of job:
   stages ``build`` adds, and encodes only the segment's own frames.
 * :func:`render_chunked` renders ``fn(i)`` for a frame range, cut anywhere.
 
+The output is a video, or a results file (``.jsonl``, ``.parquet``: the rows of a
+``map(..., into=)`` stage, see :mod:`~hyperframes.io.results`), joined in order the same way.
+
 Sizing: by default about two segments per CPU of the cluster (so that a slow node does
 not hold up the end), each at least :data:`MIN_SEGMENT_FRAMES` long (so that a task's
 start-up, a second or less, is small against it); ``segments=N`` asks for N. A task
@@ -62,6 +65,8 @@ from .frames import FrameSpec
 from .io.base import Sink
 from .io.frame_table import scan
 from .io.publish import check_output, publish, temp_beside, write_output
+from .io.results import FORMATS as RESULTS
+from .io.results import ResultsSink, format_of, join_files
 from .io.video import VideoSource
 from .io.video_sink import VideoSink
 from .pipeline import Pipeline
@@ -266,17 +271,25 @@ def process_segment(
     pipeline = job.pipeline(lo, hi, cpus, batch_size)
     if build is not None:
         pipeline = build(pipeline)
-    options = {"threads": str(cpus)} | dict(sink_options.get("options") or {})
-    sink = VideoSink(part, overwrite=True, **(sink_options | {"options": options}))
+    sink = _segment_sink(part, sink_options, cpus)
     first = job.first_id(lo) - lo
     trimmed = _capped(pipeline, cpus).to(_Trim(sink, start + first, stop + first))
     report = trimmed.run(memory=memory)
-    record_segment(part, sink.frames_written)  # after the part: a killed task leaves none
+    written = sink.rows_written if isinstance(sink, ResultsSink) else sink.frames_written
+    record_segment(part, written)  # after the part: a killed task leaves none
     skipped = getattr(pipeline.source, "skipped", [])
     return {
-        "report": report, "node": node_id(), "skipped": list(skipped),
-        "written": sink.frames_written,
+        "report": report, "node": node_id(), "skipped": list(skipped), "written": written,
     }  # fmt: skip
+
+
+def _segment_sink(part: str, sink_options: dict[str, Any], cpus: int) -> VideoSink | ResultsSink:
+    """A segment's sink: results rows when the output is a results file, else a video
+    encoded on the task's CPUs."""
+    if Path(part).suffix.lower() in RESULTS:
+        return ResultsSink(part, overwrite=True)
+    options = {"threads": str(cpus)} | dict(sink_options.get("options") or {})
+    return VideoSink(part, overwrite=True, **(sink_options | {"options": options}))
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -414,7 +427,10 @@ def _run(
     target = check_output(output, overwrite=overwrite)
     if cpus_per_segment < 1:
         raise ValueError(f"cpus_per_segment must be at least 1, got {cpus_per_segment}")
-    VideoSink(target, overwrite=True, **sink_options)  # bad sink options fail here, not on Ray
+    if target.suffix.lower() in RESULTS:  # a results file: rows, joined in order
+        format_of(target)
+    else:  # bad sink options fail here, not on Ray
+        VideoSink(target, overwrite=True, **sink_options)
     halo = halo_of(build, job.pipeline(span[0], span[0] + 1, 1, None))
     ray = (executor or RayExecutor()).ray
     check_shippable(ray, build, "the build function")
@@ -590,8 +606,16 @@ def _wait_all(
 
 
 def join(parts: list[Path], offsets: list[float], output: Path) -> None:
-    """Concatenate segment files into ``output`` by stream copy, shifting timestamps."""
+    """Concatenate segment files into ``output``: videos by stream copy, shifting
+    timestamps; results files row after row."""
     temp = temp_beside(output)
+    if output.suffix.lower() in RESULTS:
+        try:
+            join_files(parts, temp)
+            publish(temp, output)
+        finally:
+            temp.unlink(missing_ok=True)
+        return
     try:
         with av.open(str(temp), "w") as out:
             with av.open(str(parts[0])) as first:

@@ -303,3 +303,19 @@ def test_map_under_processes_equals_threads(model, bikes, capsys):
 @pytest.mark.ray
 def test_map_under_ray_equals_threads(ray_cluster, model, bikes, capsys):
     _under("ray", model, bikes)  # the module in the working folder goes to Ray by value
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_chunked_map_on_ray_equals_a_local_run(ray_cluster, model, bikes, suffix, capsys):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    common = ["map", str(bikes), "mymodel:boxes", "--size", "320x136"]
+    assert main([*common, "--out", f"local{suffix}"]) == 0
+    assert main([*common, "--out", f"chunks{suffix}", "--chunks", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["frames"] == 250 and report["extra"]["chunks"]["segments"] >= 2
+    assert read_rows(model / f"chunks{suffix}") == read_rows(model / f"local{suffix}")
+    assert not list(model.glob(".chunks*"))  # the segments folder went after the join
+    assert main([*common, "--out", "x.jsonl", "--chunks", "--every", "2"]) == 2
+    assert "--every" in capsys.readouterr().err

@@ -100,6 +100,12 @@ def format_of(path: str | os.PathLike[str]) -> str:
     return FORMATS[suffix]
 
 
+def join_files(parts: list[Path], out: Path) -> None:
+    """Results files of one format, in order, into a new file ``out`` (chunked runs'
+    segments); memory: one part."""
+    join_parts(parts, out, format_of(out))
+
+
 class ResultsSink(Sink):
     """Writes each frame's values as one row of a JSON Lines or Parquet file.
 
