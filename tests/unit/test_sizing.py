@@ -11,6 +11,7 @@ from hyperframes.engine.sizing import (
     default_budget,
     parse_memory,
     plan_run,
+    stage_pools,
 )
 from hyperframes.store.sink import plan_pack
 
@@ -87,3 +88,34 @@ def test_pack_fits_its_groups_to_the_budget(spec, longest):
 def test_pack_refuses_groups_the_budget_cannot_hold():
     with pytest.raises(MemoryError, match="cannot pack hyperframes of 60 frames"):
         plan_pack(K4, GIB, min_len=2, max_len=60)
+
+
+def test_stages_that_declare_other_frames_are_planned_with_the_source():
+    """720p in, a stage declaring 1080p out, 96 MiB: batch 4 (what the source alone gets)
+    would need 142 MiB with the stage's pool; the plan picks 2 (71 MiB), before anything
+    starts, where the run used to fail at its first batch."""
+    hd, full = FrameSpec((720, 1280, 3)), FrameSpec((1080, 1920, 3))
+    assert plan_run(hd, workers=1, budget=96 << 20).batch_size == 4
+    pools = stage_pools(hd, [None, full, full, hd])
+    assert pools == [full, hd]  # unchanged frames need no pool of their own
+    plan = plan_run(hd, workers=1, budget=96 << 20, stage_specs=stage_pools(hd, [full]))
+    assert (plan.batch_size, plan.slots) == (2, 4)
+    assert plan.pool_bytes + plan.stage_bytes == (hd.nbytes + full.nbytes) * 2 * 4 <= 96 << 20
+    with pytest.raises(MemoryError, match="stage pool of 1080x1920"):
+        plan_run(hd, workers=1, budget=20 << 20, stage_specs=[full])
+
+
+def test_a_run_with_a_larger_declared_stage_fits_the_plan_it_made():
+    import numpy as np
+
+    from hyperframes import Pipeline
+
+    hd, full = FrameSpec((720, 1280, 3)), FrameSpec((1080, 1920, 3))
+    frames = (np.full(hd.shape, i, np.uint8) for i in range(12))
+
+    def upscale(batch):
+        return np.repeat(np.repeat(batch, 3, axis=1), 3, axis=2)[:, :1080, :1920]
+
+    report = Pipeline.from_frames(frames).map(upscale, spec=full).run(memory="96MiB")
+    assert report.frames == 12 and report.batch_size == 2
+    assert report.pool_high_water_bytes <= 96 << 20

@@ -49,7 +49,7 @@ from .report import (
     StageSnapshot,
     StageStats,
 )
-from .sizing import Plan, default_budget, parse_memory, plan_run
+from .sizing import Plan, default_budget, parse_memory, plan_run, stage_pools
 from .stage import Stage
 from .stage_run import StageRun
 
@@ -180,9 +180,11 @@ class Runner:
     def _plan(
         self, source: Source, batch_size: int | None, slots: int | None, memory: int | str | None
     ) -> Plan:
-        """The batch size, slots and budget of this run (see :func:`sizing.plan_run`)."""
+        """The batch size, slots and budget of this run (see :func:`sizing.plan_run`): the
+        source's pool and the pools of stages that declare other frames, all together."""
         workers = sum(s.workers for s in self.stages)
         length = source.length if isinstance(source.length, int) else None
+        pools = stage_pools(source.spec, [stage.spec for stage in self.stages])
 
         def held(size: int) -> int:
             return sum(stage.held(size) for stage in self.stages)
@@ -193,7 +195,9 @@ class Runner:
             budget = default_budget()
             if batch_size is not None:  # an explicit batch size wins over the default budget
                 need = slots if slots is not None else workers + 3 + held(batch_size)
-                explicit = FramePool.bytes_needed(source.spec, batch_size, need)
+                explicit = sum(
+                    FramePool.bytes_needed(spec, batch_size, need) for spec in [source.spec, *pools]
+                )
                 check_pool_memory(
                     explicit,
                     what=f"a pool of {need} slots x {batch_size} frames of "
@@ -202,7 +206,7 @@ class Runner:
                 budget = max(budget, explicit)
         return plan_run(
             source.spec, workers=workers, budget=budget, held=held, length=length,
-            batch_size=batch_size, slots=slots,
+            batch_size=batch_size, slots=slots, stage_specs=pools,
         )  # fmt: skip
 
     def _start_stages(self, source: Source) -> FramePool:
@@ -237,7 +241,7 @@ class Runner:
                     f"{what} needs {nbytes / 2**20:.0f} MiB, but the run's memory budget of "
                     f"{self.plan.budget / 2**20:.0f} MiB has {self._budget_left / 2**20:.0f} "
                     "MiB left; pass a larger memory= or a smaller batch_size=, or declare the "
-                    "stage's spec= so the plan counts it"
+                    "stage's spec= so the plan counts it before the run starts"
                 )
             self._budget_left -= nbytes
         return self.executor.allocate(nbytes)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +117,8 @@ class Plan:
         batch_size: frames per batch.
         slots: slots of each pool.
         pool_bytes: bytes of the source's pool.
+        stage_bytes: bytes of the stages' own pools whose frames are known before the run
+            (declared ``spec=``), counted against the budget with the source's.
         budget: the run's memory budget in bytes (pools of every stage together).
         why: one line saying how the batch size was chosen.
     """
@@ -126,6 +128,7 @@ class Plan:
     pool_bytes: int
     budget: int
     why: str
+    stage_bytes: int = 0
 
 
 def auto_batch(spec: FrameSpec) -> int:
@@ -143,8 +146,13 @@ def plan_run(
     length: int | None = None,
     batch_size: int | None = None,
     slots: int | None = None,
+    stage_specs: Sequence[FrameSpec] = (),
 ) -> Plan:
     """The batch size and slots of a run over frames of ``spec``.
+
+    Every pool has the same slots and batch size: the source's, and one for each stage
+    that changes the frames (``stage_specs``), so the plan picks the largest batch whose
+    pools fit the budget together, and a run never fails mid-way for a pool it planned.
 
     Args:
         spec: the source's frames.
@@ -155,13 +163,15 @@ def plan_run(
             source's last read), and no batch larger than the input.
         batch_size: an explicit batch size, which wins over the automatic one.
         slots: an explicit slot count (at least ``held + 1``).
+        stage_specs: the frames of the stages' own pools (see :func:`stage_pools`).
 
     Raises:
         ValueError: ``slots`` too few for the batches ordered stages hold.
         MemoryError: ``budget`` cannot hold the slots of even one frame each, or an
             explicit ``batch_size`` does not fit it.
     """
-    frame = max(1, spec.nbytes)
+    source = max(1, spec.nbytes)
+    frame = source + sum(s.nbytes for s in stage_specs)  # a frame in every pool
     if batch_size is not None:
         sizes = [check_batch_size(batch_size)]
         why = "set by the caller"
@@ -185,8 +195,11 @@ def plan_run(
         if pool <= budget:
             if size != sizes[0]:
                 why = f"the largest power of two whose {need} slots fit the budget"
-            return Plan(size, need, pool, budget, why)
+            return Plan(size, need, source * size * need, budget, why, pool - source * size * need)
     what = f"{need} slots of {size} frame{'s' if size > 1 else ''} of {spec.describe()}"
+    if stage_specs:
+        what += f" (and {len(stage_specs)} stage pool{'s' if len(stage_specs) > 1 else ''} of "
+        what += ", ".join(s.describe() for s in stage_specs) + ")"
     if hold:
         what += f", {hold} of them held back by ordered stages (a grouping's max_len, a window)"
     fix = (
@@ -198,6 +211,18 @@ def plan_run(
         f"the memory budget of {_mib(budget)} cannot hold {what} ({_mib(pool)}); {fix} "
         f"(it needs at least memory='{_mib(pool).replace(' ', '')}')"
     )
+
+
+def stage_pools(source: FrameSpec, specs: Sequence[FrameSpec | None]) -> list[FrameSpec]:
+    """The frames of the stages' own pools, from the source's and each stage's declared
+    output (``None``: not declared, taken as unchanged): a stage needs a pool of its own
+    where its frames differ from those it gets."""
+    pools, current = [], source
+    for spec in specs:
+        if spec is not None and spec != current:
+            pools.append(spec)
+            current = spec
+    return pools
 
 
 def _pow2_floor(value: int, cap: int) -> int:
