@@ -52,8 +52,6 @@ def test_transcode_resize_and_report(tmp_path, small_clip, capsys):
         "ffv1",
         "--size",
         "32x24",
-        "--workers",
-        "2",
         "--batch-size",
         "8",
     )
@@ -64,6 +62,24 @@ def test_transcode_resize_and_report(tmp_path, small_clip, capsys):
     got = frames_in(out)
     assert len(got) == 40 and got[0].shape == (24, 32, 3)
     assert [int(f[0, 0, 0]) for f in got] == [(i * 5) % 256 for i in range(40)]
+
+
+def test_options_that_would_do_nothing_are_refused(tmp_path, small_clip, capsys):
+    out = str(tmp_path / "out.mkv")
+    assert main(["transcode", str(small_clip), out, "--workers", "2"]) == 2
+    assert "--workers sets the threads of --map's function" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["unpack", "S", out, "--workers", "2"])  # not offered: the store decodes alone
+    capsys.readouterr()
+    for flags, says in (
+        (["--preset", "fastest"], "--preset fastest is not one of libx264's: ultrafast"),
+        (["--crf", "99"], "--crf 99 is outside libx264's range; pass 0 to 51"),
+        (["--codec", "ffv1", "--crf", "20"], "ffv1 takes no crf"),
+    ):
+        assert main(["transcode", str(small_clip), out, *flags]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], err
+    assert not (tmp_path / "out.mkv").exists()
 
 
 def test_transcode_loop_keeps_time_running(tmp_path, small_clip, capsys):

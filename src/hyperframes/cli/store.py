@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("output", metavar="OUT", help="a video file (.mkv, .mp4...) or a folder")
     p.add_argument("--codec", default=None, help="video codec; ffv1 (lossless) by default")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    add_long_options(p, workers_help="unused: the store decodes on its own threads")
+    add_long_options(p, workers_help=None)  # the store decodes on its own threads
     p.set_defaults(run=run_unpack, reads=("store",), writes=("output",))
 
     p = sub.add_parser("frame", help="write one frame of a store as an image")

@@ -66,7 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a class with setup/__call__, made once per worker) returning the frames to write",
     )  # fmt: skip
     add_function_options(p)
-    add_long_options(p)
+    add_long_options(p, workers_help="threads running --map's function (decoding and encoding "
+                     "thread on their own)")  # fmt: skip
     add_chunk_options(p)
     p.set_defaults(run=run_transcode, reads=("input",), writes=("output",))
 
@@ -143,6 +144,11 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_transcode(args: argparse.Namespace) -> int:
+    if args.workers is not None and args.map is None and args.chunks is None:
+        raise UsageError(
+            "--workers sets the threads of --map's function, and this transcode has none "
+            "(decoding and encoding use every core on their own); drop --workers"
+        )
     report, extra = transcode(args)
     emit_report(args, report, **extra)
     return 0

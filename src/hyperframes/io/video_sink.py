@@ -34,6 +34,11 @@ from .video import CHANNELS, check_frames, frame_format, i420_spec
 ENCODERS = ("libx264", "libx265", "ffv1", "libvpx-vp9", "mpeg4")
 _CRF_CODECS = frozenset({"libx264", "libx265", "libvpx-vp9"})
 _PRESET_CODECS = frozenset({"libx264", "libx265"})
+PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
+           "veryslow", "placebo")  # fmt: skip
+"""x264's and x265's speed presets, fastest first."""
+CRF_RANGE = {"libx264": (0, 51), "libx265": (0, 51), "libvpx-vp9": (0, 63)}
+"""The constant-quality values each encoder takes (lower is better)."""
 _FFV1_FORMATS = {1: "gray", 3: "bgr0", 4: "bgra"}
 #: Encoders that run their own threads and choose slices over frame threads when told
 #: ``thread_type="SLICE"``, PyAV's default; FFmpeg's default (``"AUTO"``) gets frame threads.
@@ -117,6 +122,11 @@ class VideoSink(Sink):
             raise ValueError(f"{codec} takes no crf; pass options= with its own quality setting")
         if preset is not None and codec not in _PRESET_CODECS:
             raise ValueError(f"{codec} takes no preset; presets apply to {sorted(_PRESET_CODECS)}")
+        if preset is not None and preset not in PRESETS:
+            raise ValueError(f"preset={preset!r} is not one of {codec}'s: {', '.join(PRESETS)}")
+        low, high = CRF_RANGE.get(codec, (0, 0))
+        if crf is not None and not low <= crf <= high:
+            raise ValueError(f"crf={crf} is outside {codec}'s range; pass {low} to {high}")
         formats = _formats(codec)
         if pix_fmt is not None and pix_fmt not in formats:
             raise ValueError(

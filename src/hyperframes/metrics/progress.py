@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from typing import TextIO
@@ -28,19 +29,44 @@ def format_eta(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
-def render_line(p: Progress, label: str = "") -> str:
-    """The text of the bar for one progress update (pure, for tests)."""
-    head = f"{label} " if label else ""
-    tail = f"{p.fps:7.1f} fr/s  bottleneck: {p.slowest_stage}"
-    if p.note:
-        tail += f"  {p.note}"
+def render_line(p: Progress, label: str = "", width: int | None = None) -> str:
+    """The text of the bar for one progress update (pure, for tests).
+
+    ``width``: the columns it may take; fields go, least useful first (the label, the
+    bottleneck, the bar, the note, the rate), until it fits, and what still does not fit
+    is cut, so a redraw never wraps onto a second line.
+    """
+    fields: list[tuple[int, str]] = []  # (rank: the higher, the sooner it goes; text)
+    if label:
+        fields.append((6, label))
     if p.total:
         share = min(1.0, p.frames / p.total)
         filled = int(share * WIDTH)
-        bar = "#" * filled + "-" * (WIDTH - filled)
+        fields.append((4, "[" + "#" * filled + "-" * (WIDTH - filled) + "]"))
+        fields.append((0, f"{p.frames}/{p.total} {share:4.0%} "))
+    else:
+        fields.append((0, f"{p.frames} frames "))
+    fields.append((2, f"{p.fps:7.1f} fr/s "))
+    fields.append((5, f"bottleneck: {p.slowest_stage} "))
+    if p.note:
+        fields.append((3, f"{p.note} "))
+    if p.total:
         eta = format_eta((p.total - p.frames) / p.fps) if p.fps > 0 else "--:--"
-        return f"{head}[{bar}] {p.frames}/{p.total} {share:4.0%}  {tail}  ETA {eta}"
-    return f"{head}{p.frames} frames  {tail}"
+        fields.append((1, f"ETA {eta}"))
+    line = _joined(fields)
+    if width is None:
+        return line
+    room = max(1, width - 1)  # the last column would wrap on some terminals
+    for rank in range(6, 0, -1):
+        if len(line) <= room:
+            break
+        fields = [(r, text) for r, text in fields if r != rank]
+        line = _joined(fields)
+    return line[:room]
+
+
+def _joined(fields: list[tuple[int, str]]) -> str:
+    return " ".join(text for _, text in fields).rstrip()
 
 
 class ProgressBar:
@@ -69,7 +95,8 @@ class ProgressBar:
         if now - self._last < self._interval and not done:
             return
         self._last = now
-        self.stream.write("\r\x1b[2K" + render_line(progress, self.label))
+        width = shutil.get_terminal_size().columns  # asked at each redraw: follows a resize
+        self.stream.write("\r\x1b[2K" + render_line(progress, self.label, width))
         self.stream.flush()
         self._drawn = True
 
