@@ -70,6 +70,18 @@ def check_pool_memory(nbytes: int, *, what: str) -> None:
         )
 
 
+def describe_shape(shape: tuple[int, ...], dtype: Any) -> str:
+    """Frames of ``shape`` as people say sizes, width first: ``"1280x720, 3 channels,
+    uint8"`` for ``(720, 1280, 3)``, ``"1280x720 uint8"`` for ``(720, 1280)``; any shape
+    (for messages about frames that are wrong)."""
+    if len(shape) == 2:
+        return f"{shape[1]}x{shape[0]} {dtype}"
+    if len(shape) == 3:
+        height, width, channels = shape
+        return f"{width}x{height}, {channels} channel{'s' if channels != 1 else ''}, {dtype}"
+    return f"shape {tuple(shape)} {dtype}"
+
+
 @dataclass(frozen=True)
 class FrameSpec:
     """The shape and dtype of one frame, e.g. ``FrameSpec((720, 1280, 3), "uint8")``."""
@@ -101,7 +113,8 @@ class FrameSpec:
         return int(np.prod(self.shape)) * self.dtype.itemsize
 
     def describe(self) -> str:
-        return f"{'x'.join(map(str, self.shape))} {self.dtype}"
+        """The frames as people say sizes (see :func:`describe_shape`)."""
+        return describe_shape(self.shape, self.dtype)
 
     def __repr__(self) -> str:
         return f"FrameSpec(shape={self.shape}, dtype={self.dtype})"

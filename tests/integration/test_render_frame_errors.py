@@ -25,7 +25,8 @@ def test_api_message_names_the_spec_for_frame_0() -> None:
         Pipeline.from_generator(small, count=4, spec=FrameSpec((12, 16, 3))).run()
     message = str(caught.value)
     assert message.startswith(
-        "frame 0 from small(0) is 8x8x3 uint8, expected 12x16x3 uint8 as the render's spec says "
+        "frame 0 from small(0) is 8x8, 3 channels, uint8, expected 16x12, 3 channels, uint8 as "
+        "the render's spec says "
         "(spec= in the API, --size on the command line)"
     )
     assert "before it" not in message
@@ -35,7 +36,9 @@ def test_api_message_for_a_later_frame_also_names_the_spec() -> None:
     def late(i: int) -> np.ndarray:
         return np.zeros((12, 16, 3), np.float32 if i == 5 else np.uint8)
 
-    with pytest.raises(FrameError, match=r"frame 5 from late\(5\) is 12x16x3 float32, expected "):
+    with pytest.raises(
+        FrameError, match=r"frame 5 from late\(5\) is 16x12, 3 channels, float32, expected "
+    ):
         Pipeline.from_generator(late, count=8, spec=FrameSpec((12, 16, 3)), batch_size=4).run()
 
 
@@ -55,7 +58,7 @@ def test_cli_message_names_size(
     err = capsys.readouterr().err.strip()
     assert rc == 1
     assert len(err.splitlines()) == 1
-    assert "frame 0 from frame(0) is 8x8x3 uint8, expected 12x16x3 uint8" in err
+    assert "frame 0 from frame(0) is 8x8, 3 channels, uint8, expected 16x12, 3 channels" in err
     assert "--size on the command line" in err and "before it" not in err
 
 

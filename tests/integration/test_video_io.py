@@ -415,7 +415,7 @@ def test_failure_leaves_nothing_behind(tmp_path, make_frames):
     sink.open(FrameSpec((48, 64, 3)), {})
     sink.write(make_frames(4), np.arange(4), {})
     assert sink.temp.exists()
-    with pytest.raises(FrameError, match="48x64x3 uint8"):
+    with pytest.raises(FrameError, match="64x48, 4 channels, uint8"):
         sink.write(np.zeros((2, 48, 64, 4), np.uint8), np.arange(4, 6), {})
     assert sink.close(ok=False) is None
     assert list(tmp_path.iterdir()) == []

@@ -19,6 +19,7 @@ import hyperframes as hf
 from hyperframes import FrameSpec
 from hyperframes.cli import main
 from hyperframes.errors import FrameError, MediaError
+from hyperframes.frames import describe_shape
 from hyperframes.io.video import VideoSource, cv_into
 from hyperframes.io.video_sink import VideoSink
 
@@ -131,7 +132,9 @@ def test_cli_refuses_a_size_change_with_one_line(tmp_path, size_change, capsys, 
 def test_cv_into_refuses_a_slot_of_another_shape():
     src = np.zeros((192 * 3 // 2, 256), np.uint8)
     slot = np.full((240, 320, 3), 7, np.uint8)
-    with pytest.raises(FrameError, match="192x256x3 result into a slot of 240x320x3"):
+    with pytest.raises(
+        FrameError, match="256x192, 3 channels, uint8 result into a slot of 320x240"
+    ):
         cv_into(slot, (192, 256, 3), cv2.cvtColor, src, cv2.COLOR_YUV2RGB_I420)
     assert (slot == 7).all()
 
@@ -158,7 +161,7 @@ def test_sink_refuses_a_batch_of_another_shape(tmp_path, planar):
         sink.close(ok=False)
     message = str(caught.value)
     assert "\n" not in message and "broadcast" not in message
-    assert "x".join(map(str, batch.shape[1:])) in message
+    assert describe_shape(batch.shape[1:], batch.dtype) in message
     assert not (tmp_path / "o.mp4").exists()
 
 

@@ -129,7 +129,7 @@ def test_sink_error_stops_the_line():
 
 def test_source_frame_of_wrong_shape_names_the_frame():
     frames = [np.zeros((4, 4), np.uint8)] * 10 + [np.zeros((5, 4), np.uint8)]
-    with pytest.raises(FrameError, match=r"frame 10 .* is 5x4 uint8, expected 4x4 uint8"):
+    with pytest.raises(FrameError, match=r"frame 10 .* is 4x5 uint8, expected 4x4 uint8"):
         Pipeline.from_frames(frames, batch_size=4).run()
 
 

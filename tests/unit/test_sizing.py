@@ -101,7 +101,7 @@ def test_stages_that_declare_other_frames_are_planned_with_the_source():
     plan = plan_run(hd, workers=1, budget=96 << 20, stage_specs=stage_pools(hd, [full]))
     assert (plan.batch_size, plan.slots) == (2, 4)
     assert plan.pool_bytes + plan.stage_bytes == (hd.nbytes + full.nbytes) * 2 * 4 <= 96 << 20
-    with pytest.raises(MemoryError, match="stage pool of 1080x1920"):
+    with pytest.raises(MemoryError, match="stage pool of 1920x1080, 3 channels"):
         plan_run(hd, workers=1, budget=20 << 20, stage_specs=[full])
 
 

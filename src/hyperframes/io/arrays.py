@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FrameError
-from ..frames import FrameSpec
+from ..frames import FrameSpec, describe_shape
 from .base import Chunk, Source
 
 SAME_AS_BEFORE = "like the frames before it"
@@ -46,7 +46,7 @@ def check_frame(
         )
     if frame.shape != spec.shape or frame.dtype != spec.dtype:
         raise FrameError(
-            f"frame {i} from {origin} is {'x'.join(map(str, frame.shape))} {frame.dtype}, "
+            f"frame {i} from {origin} is {describe_shape(frame.shape, frame.dtype)}, "
             f"expected {spec.describe()} {fixed_by}; every frame of a "
             "sequence must have the same shape and dtype"
         )

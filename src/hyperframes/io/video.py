@@ -54,7 +54,7 @@ import cv2
 import numpy as np
 
 from ..errors import CorruptFrame, FrameError, MediaError
-from ..frames import FrameSpec
+from ..frames import FrameSpec, describe_shape
 from .base import Chunk, Source
 from .frame_table import Seek, scan
 from .layouts import TAGS, Layout, native_layout
@@ -110,7 +110,7 @@ def frame_format(spec: FrameSpec) -> str:
 def check_frames(frames: np.ndarray, spec: FrameSpec, where: str) -> None:
     """Raise :class:`FrameError` unless ``frames`` is a batch of frames of ``spec``."""
     if frames.shape[1:] != spec.shape or frames.dtype != spec.dtype:
-        got = f"{'x'.join(map(str, frames.shape[1:]))} {frames.dtype}"
+        got = describe_shape(frames.shape[1:], frames.dtype)
         raise FrameError(
             f"{where} was opened for frames of {spec.describe()}, got {got}; "
             "every frame of one output must have the same shape and dtype"
@@ -137,8 +137,8 @@ def cv_into(
     """
     if dst.shape != shape:
         raise FrameError(
-            f"cannot write a {'x'.join(map(str, shape))} result into a slot of "
-            f"{'x'.join(map(str, dst.shape))}; every frame must have the slot's shape"
+            f"cannot write a {describe_shape(shape, dst.dtype)} result into a slot of "
+            f"{describe_shape(dst.shape, dst.dtype)}; every frame must have the slot's shape"
         )
     # OpenCV refuses a strided dst outright: let it allocate, then copy.
     contiguous = dst.flags.c_contiguous
@@ -153,8 +153,9 @@ def _assign(dst: np.ndarray, array: np.ndarray) -> None:
     """Copy a decoded ``array`` into ``dst``, refusing one of another frame size."""
     if array.shape[:2] != dst.shape[:2] or array.size != dst.size:
         raise FrameError(
-            f"cannot write a decoded {'x'.join(map(str, array.shape))} array into a slot of "
-            f"{'x'.join(map(str, dst.shape))}; every frame must have the slot's shape"
+            f"cannot write a decoded {describe_shape(array.shape, array.dtype)} array into a "
+            f"slot of {describe_shape(dst.shape, dst.dtype)}; every frame must have the slot's "
+            "shape"
         )
     dst[...] = array.reshape(dst.shape)
 

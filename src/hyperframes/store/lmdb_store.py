@@ -42,7 +42,7 @@ import numpy as np
 
 from ..engine.report import CacheTier
 from ..errors import StoreCorrupt, StoreError
-from ..frames import FrameSpec
+from ..frames import FrameSpec, describe_shape
 from ..hyper import decode_frame, decode_group
 from ..hyper import group_header as group_format
 from ..io.layouts import to_rgb
@@ -430,7 +430,7 @@ class FrameStore:
             raise _corrupt(f"the record of {where}: {exc}", span) from None
         spec = self.header.spec
         if (head.count, head.shape, head.dtype) != (len(span), spec.shape, spec.dtype):
-            got = f"{head.count} frames of {'x'.join(map(str, head.shape))} {head.dtype}"
+            got = f"{head.count} frames of {describe_shape(head.shape, head.dtype)}"
             raise _corrupt(
                 f"the record of {where} holds {got}, but the header says "
                 f"{spec.describe()} and the table {len(span)} frames", span,
@@ -441,8 +441,9 @@ class FrameStore:
         spec = self.header.spec
         if frame.shape != spec.shape or frame.dtype != spec.dtype:
             raise _corrupt(
-                f"frame {i} (group {g}) decodes to {'x'.join(map(str, frame.shape))} "
-                f"{frame.dtype}, but the header says {spec.describe()}", [i],
+                f"frame {i} (group {g}) decodes to "
+                f"{describe_shape(frame.shape, frame.dtype)}, but the header says "
+                f"{spec.describe()}", [i],
             )  # fmt: skip
         if fmt.checksum(frame) != int(self.groups.checksums[i]):
             raise _corrupt(f"frame {i} (group {g}) fails its checksum", [i])
@@ -465,7 +466,7 @@ class FrameStore:
             )  # fmt: skip
         spec = self.header.spec
         if frames.shape[1:] != spec.shape or frames.dtype != spec.dtype:
-            got = f"{'x'.join(map(str, frames.shape[1:]))} {frames.dtype}"
+            got = describe_shape(frames.shape[1:], frames.dtype)
             raise _corrupt(
                 f"group {g} decodes to frames of {got}, but the header says "
                 f"{spec.describe()}", range(first, stop),

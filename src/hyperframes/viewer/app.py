@@ -220,11 +220,14 @@ def create_app(
             "live": live is not None,
         }
         if frames is not None:
-            info = frames.store.info
+            info, pixels = frames.store.info, frames.store.header.pixels
             body.update(
                 frames=len(frames),
                 shape=list(info.spec.shape),
                 dtype=str(info.spec.dtype),
+                size=f"{pixels['width']}x{pixels['height']} {pixels['layout']}"
+                if pixels  # a store of planes: the video's size and layout
+                else info.spec.describe(),
                 fps=info.fps,
                 tier=info.tier,
                 complete=info.complete,

@@ -419,7 +419,7 @@
     state.frames = meta.frames;
     state.fps = meta.fps || 25;
     $("facts").textContent =
-      `${meta.frames} frames · ${meta.shape.join("×")} ${meta.dtype} · ` +
+      `${meta.frames} frames · ${meta.size} · ` +
       `${meta.fps ? meta.fps.toFixed(3) + " fps" : "fps unknown"} · ${meta.hyperframes} hyperframes · ${meta.tier}`;
     $("count").textContent = String(meta.frames - 1);
     $("slider").max = String(meta.frames - 1);
