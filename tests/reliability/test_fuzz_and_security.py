@@ -159,7 +159,7 @@ def test_a_record_that_claims_huge_frames_is_refused_before_decoding(tmp_path: P
         txn.put(fmt.group_key(0), fmt.pack_entry(entry), db=env.open_db(fmt.TABLE_DB, txn=txn))
     env.close()
     with FrameStore(path) as store:
-        with pytest.raises(hf.StoreCorrupt, match="holds 60001 frames of 65536x32768x1"):
+        with pytest.raises(hf.StoreCorrupt, match="holds 60001 frames of 32768x65536, 1 channel"):
             store[0]
         assert store.verify() == [0, 1, 2, 3]
 
