@@ -94,6 +94,8 @@ def check_view(argv: list[str], folder: Path) -> None:
     finally:
         server.send_signal(signal.SIGINT)
         code = server.wait(30)
+        rest = ""
         if server.stderr is not None:
+            rest = server.stderr.read()
             server.stderr.close()
-        assert code in (0, 130)  # stopped by the server, or while it was starting
+        assert code in (0, 130), rest  # stopped by the server, or while it was starting
