@@ -214,3 +214,19 @@ def test_plan_bounds_the_encoded_bytes():
         assert spent <= allowed + estimate_module.SHARE * spec.nbytes  # start is rounded up
         taken += 1
     assert taken == 12
+
+
+def test_analyze_describes_what_a_default_pack_does(clip_path, tmp_path, capsys):
+    """The same frames (the decoder's planes) and the same longest group as ``pack``."""
+    from hyperframes.cli import main
+
+    for name in ("bigbuckbunny.mp4", "bikes.mp4"):
+        clip = str(clip_path(name))
+        assert main(["analyze", clip, "--json", "--samples", "0"]) == 0
+        found = json.loads(capsys.readouterr().out)
+        assert main(["pack", clip, str(tmp_path / f"{name}.hfs"), "--json"]) == 0
+        packed = json.loads(capsys.readouterr().out)
+        assert found["hyperframes"] == packed["hyperframes"], name
+        assert found["frames_as"] == "yuv420p" and found["max_len"] == 60
+    assert main(["analyze", clip, "--samples", "0"]) == 0
+    assert "as pack stores it by default: yuv420p frames" in capsys.readouterr().out

@@ -58,7 +58,7 @@ def test_a_mostly_black_clip_prints_shares_that_are_not_zero(
     estimate = data["estimate"]
     for key, name in (("grouped", "stored_ratio"), ("independent", "per_frame_zstd_ratio")):
         shown, actual = float(found[key]), estimate[name] * 100
-        assert 0 < actual < 0.1  # a black clip compresses far below 1 % of raw...
+        assert 0 < actual < 0.5  # a black clip compresses far below 1 % of raw...
         assert shown == pytest.approx(actual, rel=0.01)  # ...and the line says how far
         assert found[key] != "0.0"
     assert "0.0%" not in text.split("worthwhile:")[1].split("\n")[0]

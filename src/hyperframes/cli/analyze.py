@@ -48,15 +48,30 @@ def sample_count(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from ..analysis import analyze, percent, plot_timeline
+    from ..engine.sizing import default_budget
+    from ..hyper.grouping import GroupingOptions
     from ..io.video import VideoSource
+    from ..store.sink import plan_pack
+    from .store import default_planes
 
     found: list[Any] = []
 
+    # what a default pack does: the same frames (the decoder's planes where it keeps
+    # them) and the same longest group (fitted to the memory budget)
+    source = VideoSource(args.input, pix_fmt=default_planes(args.input))
+    min_len = args.min_len if args.min_len is not None else GroupingOptions().min_len
+    max_len = args.max_len or plan_pack(
+        source.spec, args.memory or default_budget(), min_len=min_len,
+        batch_size=args.batch_size,
+    ).max_len  # fmt: skip
+    frames = source.info.get("layout", "rgb24")
+    as_pack = f"as pack stores it by default: {frames} frames, hyperframes of at most {max_len}"
+
     def start(bar: Any, monitor: Any) -> RunReport:
         result, report = analyze(
-            VideoSource(args.input), threshold=args.threshold, min_len=args.min_len,
-            max_len=args.max_len, batch_size=args.batch_size, memory=args.memory,
-            samples=args.samples, progress=bar, monitor=monitor, executor=executor_for(args),
+            source, threshold=args.threshold, min_len=min_len, max_len=max_len,
+            batch_size=args.batch_size, memory=args.memory, samples=args.samples,
+            progress=bar, monitor=monitor, executor=executor_for(args),
         )  # fmt: skip
         found.append(result)
         return report
@@ -67,8 +82,7 @@ def run(args: argparse.Namespace) -> int:
         plot_timeline(result, args.plot, overwrite=args.overwrite)
     if args.json:
         data = result.to_dict()
-        data["fps"] = report.fps
-        data["wall_s"] = report.wall_s
+        data.update(fps=report.fps, wall_s=report.wall_s, frames_as=frames, max_len=max_len)
         data.update(written)
         print(json.dumps(data))
         return 0
@@ -76,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{result.frames} frames -> {result.hyperframes} hyperframes "
         f"(mean length {result.mean_length:.1f}, merge rate {percent(result.merge_rate)}) "
-        f"at threshold {result.threshold:g}"
+        f"at threshold {result.threshold:g}, {as_pack}"
     )
     print(f"adjacent MSE: median {mse['median']:.3g}, p90 {mse['p90']:.3g}, max {mse['max']:.3g}")
     if result.worthwhile is None:

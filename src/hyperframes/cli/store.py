@@ -144,8 +144,6 @@ def run_pack(args: argparse.Namespace) -> int:
 def _pack_pix_fmt(args: argparse.Namespace, *, resuming: bool) -> Any:
     """``"native"`` when the video's planes can be kept (and a resumed store holds planes),
     else ``"rgb24"``."""
-    from ..io.layouts import NATIVE
-    from ..io.video import VideoSource
     from ..store import FrameStore
 
     if args.pix_fmt == "rgb24" or args.size is not None:
@@ -157,7 +155,16 @@ def _pack_pix_fmt(args: argparse.Namespace, *, resuming: bool) -> Any:
     if resuming:
         with FrameStore(args.store, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
             return "native" if store.header.pixels is not None else "rgb24"
-    probe = VideoSource(args.input)
+    return default_planes(args.input)
+
+
+def default_planes(path: str) -> Any:
+    """What a default pack of the video at ``path`` stores: ``"native"`` (the decoder's
+    planes) when its layout can be kept, else ``"rgb24"``."""
+    from ..io.layouts import NATIVE
+    from ..io.video import VideoSource
+
+    probe = VideoSource(path)
     return "native" if probe.info.get("source_pix_fmt") in NATIVE else "rgb24"
 
 
