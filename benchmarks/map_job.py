@@ -38,6 +38,8 @@ from pathlib import Path
 import av
 import psutil
 
+from ray_invert import tree_pss  # the same measure as the other Ray benchmark
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODEL = "detectors:HogPeople"
@@ -156,14 +158,6 @@ def command(mode: str, clip: Path, out: Path, model: str = MODEL) -> list[str]:
         return [str(exe), "map", str(clip), model, "--out", str(out), "--workers", "2",
                 "--overwrite", "--json"]  # fmt: skip
     return [sys.executable, __file__, "--child", mode, str(clip), str(out)]
-
-
-def tree_pss(root: psutil.Process) -> int:
-    total = 0
-    for proc in [root, *root.children(recursive=True)]:
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            total += proc.memory_full_info().pss
-    return total
 
 
 def measure(argv: list[str]) -> dict[str, float]:

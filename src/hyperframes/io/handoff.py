@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -121,14 +120,3 @@ class Batches:
             self._error = exc
         finally:
             self._sink.end()
-
-    def __enter__(self) -> Batches:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
@@ -228,3 +229,20 @@ def publish_files(moves: Iterable[tuple[Path, Path]], *, synced: bool = False) -
         folders[Path(final).parent] = None
     for folder in folders:
         fsync_path(folder)
+
+
+def lock_exclusive(path: str | os.PathLike[str]) -> int | None:
+    """Take an exclusive ``flock`` on the file ``path`` (made when missing, never through a
+    link): the open descriptor, which holds the lock until it is closed, or ``None`` when
+    another process holds it.
+
+    Raises:
+        OSError: it cannot be opened (``errno.ELOOP``: it is a symbolic link).
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd

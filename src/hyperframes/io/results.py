@@ -35,7 +35,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -49,7 +48,14 @@ from ..errors import HyperframesError
 from ..frames import FrameSpec
 from ._rows_format import join_parts, plain, write_rows
 from .base import Sink
-from .publish import check_output, fsync_path, publish, temp_beside, write_output
+from .publish import (
+    check_output,
+    fsync_path,
+    lock_exclusive,
+    publish,
+    temp_beside,
+    write_output,
+)
 
 PART_ROWS = 4096
 """Rows a part holds at most."""
@@ -257,15 +263,11 @@ class ResultsSink(Sink):
             )
 
     def _take_lock(self) -> None:
-        fd = os.open(self.folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
+        self._lock = lock_exclusive(self.folder / LOCK_FILE)
+        if self._lock is None:
             raise FileExistsError(
                 f"another run is writing {str(self.path)!r}; wait for it or choose another output"
-            ) from None
-        self._lock = fd
+            )
 
     def _unlock(self) -> None:
         if self._lock is not None:

@@ -37,14 +37,9 @@ from ..frames import FrameSpec
 from ..hyper import decode_group, encode_group
 from ..hyper.codec import Intra, Tier
 from ..io.fingerprint import with_fingerprint
-from ..io.publish import check_output
+from ..io.publish import check_output, lock_exclusive
 from . import _env
 from . import format as fmt
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not on POSIX
-    fcntl = None  # type: ignore[assignment]
 
 WRITER_LOCK = "writer.lock"
 _STORE_FILES = frozenset({"data.mdb", "lock.mdb", WRITER_LOCK})
@@ -282,13 +277,8 @@ class StoreWriter:
                     (path / name).unlink()
 
     def _lock_writer(self) -> None:
-        if fcntl is None:  # pragma: no cover
-            return
         try:
-            fd = os.open(
-                self.path / WRITER_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o644,
-            )  # fmt: skip
+            fd = lock_exclusive(self.path / WRITER_LOCK)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise StoreError(
@@ -296,13 +286,10 @@ class StoreWriter:
                     "must be regular files"
                 ) from None
             raise
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        if fd is None:
             raise StoreError(
                 f"another process is writing store {str(self.path)!r}; wait for it to finish"
-            ) from None
+            )
         self._lock_fd = fd
 
     def _unlock(self) -> None:
