@@ -201,9 +201,13 @@ class ResultsSink(Sink):
             self._flush()
 
     def close(self, *, ok: bool) -> str | None:
-        """Join the parts into the output (``ok``), or keep the finished ones for a resume."""
+        """Join the parts into the output (``ok``), or keep the finished ones for a resume:
+        after a failure or Ctrl-C the rows that reached the sink are whole and in order, so
+        they go to a last part too (unless writing is what failed)."""
         try:
             if not ok:
+                with contextlib.suppress(Exception):
+                    self._flush()
                 return None
             self._flush()
             self._join()
