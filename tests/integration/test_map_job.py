@@ -319,3 +319,21 @@ def test_chunked_map_on_ray_equals_a_local_run(ray_cluster, model, bikes, suffix
     assert not list(model.glob(".chunks*"))  # the segments folder went after the join
     assert main([*common, "--out", "x.jsonl", "--chunks", "--every", "2"]) == 2
     assert "--every" in capsys.readouterr().err
+
+
+def test_a_killed_run_of_every_kth_frame_resumes_on_the_same_grid(model, bikes, capsys):
+    every = ["--every", "3", "--start", "2", "--batch-size", "8"]
+    whole = model / "whole.jsonl"
+    assert main(["map", str(bikes), "mymodel:brightness", "--out", str(whole), *every]) == 0
+    out = model / "killed.jsonl"
+    process = _start_map(model, bikes, out, *every)
+    _wait_for_rows(out, process, 20)  # frames, not rows: the 7th sampled frame and on
+    process.kill()
+    process.wait(timeout=60)
+    assert 20 <= resume_point(out) < 250
+    again = ["map", str(bikes), "mymodel:brightness", "--out", str(out), "--resume", *every]
+    assert main(again) == 0
+    assert out.read_bytes() == whole.read_bytes()
+    assert [json.loads(line)["frame"] for line in out.read_text().splitlines()] == list(
+        range(2, 250, 3)
+    )
