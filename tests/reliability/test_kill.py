@@ -3,7 +3,7 @@
 ``benchmarks/kill_trials.py`` runs the same trials many times per command; see it for what
 each trial checks. Every trial must land mid-run (a run that finished before the signal
 is tried again with a shorter delay) and its rerun (``pack --resume``) must equal an
-uninterrupted run. Here: one SIGKILL per command on a 480-frame clip (on shorter ones the
+uninterrupted run. Here: one SIGKILL per command on a 720-frame clip (on shorter ones the
 image unpack finished before the kill could land); ``slow``: every signal twice per
 command, and two full disks. ``test_interrupt.py`` checks single trials in more detail.
 """
@@ -21,7 +21,7 @@ def test_kill_9_mid_run_leaves_an_output_that_resumes_or_reruns_equal(
 ) -> None:
     kill_trials = benchmark_module("kill_trials")
     tallies = kill_trials.trials(
-        kill_trials.COMMANDS, count=1, signals=(signal.SIGKILL,), seed=9, frames=480,
+        kill_trials.COMMANDS, count=1, signals=(signal.SIGKILL,), seed=9, frames=720,
         root=tmp_path, log=False,
     )  # fmt: skip
     assert set(tallies) == set(kill_trials.COMMANDS)
