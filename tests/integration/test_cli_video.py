@@ -286,3 +286,20 @@ def test_1080p_to_720p_stays_in_yuv420p_planes(tmp_path, capsys, monkeypatch):
     back = frames_in(out)
     assert len(back) == 6 and back[0].shape == (720, 1280, 3)
     np.testing.assert_allclose([f.mean() for f in back], [40 * i for i in range(6)], atol=3)
+
+
+def test_a_source_iterates_frame_by_frame(small_clip):
+    from hyperframes import VideoSource
+
+    frames = list(VideoSource(small_clip, stop=5))
+    assert len(frames) == 5 and frames[0].shape == (48, 64, 3)
+    assert [int(f[0, 0, 0]) for f in frames] == [(i * 5) % 256 for i in range(5)]
+    assert len(list(VideoSource(small_clip, stop=5))) == 5  # again, from the start
+
+
+def test_pack_resume_of_a_finished_store_says_so(tmp_path, small_clip, capsys):
+    store = str(tmp_path / "s.hfs")
+    assert main(["pack", str(small_clip), store, "--json"]) == 0
+    capsys.readouterr()
+    assert main(["pack", str(small_clip), store, "--resume"]) == 0
+    assert capsys.readouterr().out.strip() == f"{store} is complete (40 frames); nothing to resume"

@@ -234,3 +234,18 @@ def test_the_store_records_the_grouping_the_stage_used(tmp_path, synthetic_mp4):
         assert packed.header.grouping == GroupingOptions(max_len=4).recorded()
     with pytest.raises(StoreError, match=r"differs from the options the \.group"):
         line.to(hf.StoreSink(tmp_path / "h.hfs", grouping={"max_len": 60})).run()
+
+
+def test_verify_of_an_unfinished_store_names_the_recorded_input(
+    tmp_path, make_video, make_frames, capsys
+):
+    clip = make_video(tmp_path / "a.mp4", make_frames(24))
+    source = hf.VideoSource(clip)
+    frames = hf.Pipeline.from_source(source).collect()
+    store = tmp_path / "a.hfs"
+    writer = StoreWriter(store, source.spec, source.info)
+    writer.write_group(frames[:8].copy())
+    writer.close(complete=False)
+    assert main(["verify", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert f"(pack {clip} {store} --resume continues it)" in out

@@ -125,6 +125,10 @@ def run_pack(args: argparse.Namespace) -> int:
             intra=args.intra, grouping=grouping, resume=True,
         ).close(complete=done)  # fmt: skip
         if done:
+            if not args.json:
+                print(f"{args.store} is complete ({store_info(args.store)['frames']} frames); "
+                      "nothing to resume")  # fmt: skip
+                return 0
             return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
         check_resumed_frame(args.store, args.input, start - 1, size=args.size, pix_fmt=pix_fmt)
     source = VideoSource(args.input, start=start, size=args.size, pix_fmt=pix_fmt)
@@ -276,6 +280,7 @@ def run_verify(args: argparse.Namespace) -> int:
         bad = store.verify()
         frames, complete = len(store), store.complete
         expected = store.info.source.get("frames")
+        packed_from = store.info.source.get("path") or "INPUT"
     if args.json:
         print(json.dumps({
             "path": args.store, "frames": frames, "complete": complete, "ok": not bad,
@@ -285,7 +290,8 @@ def run_verify(args: argparse.Namespace) -> int:
         held = f"{frames} frames"
         if not complete:
             of = f" of {expected}" if isinstance(expected, int) and expected >= frames else ""
-            held = f"incomplete: {frames}{of} frames (pack IN {args.store} --resume continues it)"
+            again = f"pack {packed_from} {args.store} --resume"
+            held = f"incomplete: {frames}{of} frames ({again} continues it)"
         print(f"{args.store}: {held}, every checksum matches")
     if bad:
         shown = ", ".join(map(str, bad[:20])) + (" ..." if len(bad) > 20 else "")

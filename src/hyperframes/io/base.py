@@ -21,6 +21,7 @@ Example (a source of ``n`` black frames)::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -86,6 +87,14 @@ class Source(ABC):
         """What the run report should say about this read (``report.extra["source"]``),
         such as how a seek was checked; called after the last read. Empty by default."""
         return {}
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        """Each frame in turn, as an array of its own: the quick look before a pipeline
+        (``for frame in hf.VideoSource("clip.mp4")``); a pipeline reads in batches."""
+        with self:
+            out = np.empty((1, *self.spec.shape), self.spec.dtype)
+            while len(self.read_into(out)):
+                yield out[0].copy()
 
     def __enter__(self) -> Source:
         self.open()
