@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -71,5 +72,11 @@ def test_low_space_warns(monkeypatch, tmp_path):
 
 
 def test_optional_packages_are_not_imported():
-    check = doctor.check_optional("surely_not_a_module_here", "ray", "--executor ray")
-    assert check.status == "ok" and "not installed" in check.detail
+    check = doctor.check_optional("surely_not_a_module_here", "view", "hyperframes view")
+    assert check.status == "warn" and "not installed: hyperframes view need" in check.detail
+    assert "pip install 'hyperframes-engine[view]'" in check.detail
+
+
+def test_every_extra_a_command_can_need_is_checked():
+    names = {check.name for check in doctor.run_checks(Path("."))}
+    assert {"ray", "torch", "starlette", "uvicorn", "matplotlib", "pyarrow"} <= names

@@ -74,8 +74,12 @@ def run_checks(output: Path) -> list[Check]:
         ("cpu", check_cpu),
         ("memory", check_memory),
         ("lmdb", check_lmdb),
-        ("ray", lambda: check_optional("ray", "ray", "--executor ray")),
+        ("ray", lambda: check_optional("ray", "ray", "--executor ray and --chunks")),
         ("torch", lambda: check_optional("torch", "gpu", "GPU stages")),
+        ("starlette", lambda: check_optional("starlette", "view", "hyperframes view and --view")),
+        ("uvicorn", lambda: check_optional("uvicorn", "view", "hyperframes view and --view")),
+        ("matplotlib", lambda: check_optional("matplotlib", "plot", "--plot and --plot-dir")),
+        ("pyarrow", lambda: check_optional("pyarrow", "parquet", "map --out FILE.parquet")),
         ("gpu", check_gpu),
     ]
     out = []
@@ -237,14 +241,15 @@ def check_lmdb() -> Check:
 
 
 def check_optional(module: str, extra: str, used_for: str) -> Check:
-    """Whether ``module`` is importable, found without importing it."""
+    """Whether ``module`` is importable, found without importing it; a missing one is a
+    warning naming what needs it and the install line (it is optional until then)."""
     import importlib.metadata  # 15-20 ms: here, not in every command's start
 
     if importlib.util.find_spec(module) is None:
         return Check(
             module,
-            "ok",
-            f"not installed (optional, for {used_for}; pip install 'hyperframes-engine[{extra}]')",
+            "warn",
+            f"not installed: {used_for} need it (pip install 'hyperframes-engine[{extra}]')",
         )
     try:
         version = importlib.metadata.version(module)
