@@ -53,7 +53,7 @@ def test_choice_is_stable_under_small_changes():
 
 
 def test_skipped_settings_never_win():
-    with pytest.raises(ValueError, match="max-memory-mib"):
+    with pytest.raises(ValueError, match="raise --memory"):
         choose([result(64, 1, skipped="memory")], 0.05)
 
 
@@ -118,8 +118,8 @@ def test_memory_budget_skips_and_explains(synthetic_mp4, capsys):
             "1",
             "--codec",
             "none",
-            "--max-memory-mib",
-            "0.2",
+            "--memory",
+            "200KiB",
         ]
     )
     assert code == 0

@@ -5,7 +5,7 @@ functions and encodes to a temporary file, ``--repeats`` times, the rounds inter
 so that a change in machine load hits every setting alike. The answer is stable from
 run to run by rule (:data:`RULE`): settings whose median speed is within the noise of
 the best one count as equal, and the smallest of them wins. Settings whose frame pools
-would pass ``--max-memory-mib`` are not run and say so.
+would pass ``--memory`` are not run and say so.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import positive_int
+from .common import memory_size, positive_int
 from .video import frame_size, load_function, resize_stage
 
 if TYPE_CHECKING:
@@ -85,7 +85,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tolerance", type=float, default=0.05, help="speeds this close are equal")
     p.add_argument("--codec", default="libx264", help="encoder, or 'none' to skip encoding")
     p.add_argument("--preset", default="ultrafast", help="encoder preset (libx264/libx265)")
-    p.add_argument("--max-memory-mib", type=float, default=None, help="pool memory budget")
+    p.add_argument(
+        "--memory", type=memory_size, default=None, metavar="SIZE",
+        help="the pools' budget for each setting, e.g. 512MiB (as every long command's "
+        "--memory; default: a quarter of physical memory)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run, reads=("input",))
 
@@ -147,7 +151,7 @@ def choose(results: list[Result], tolerance: float) -> tuple[Result, float]:
     """The recommended setting by :data:`RULE`, and the tolerance used (pure)."""
     ran = [r for r in results if r.fps and not r.skipped]
     if not ran:
-        raise ValueError("no setting could run; raise --max-memory-mib or lower --batch-sizes")
+        raise ValueError("no setting could run; raise --memory or lower --batch-sizes")
     noise = statistics.median(r.spread for r in ran)
     used = min(MAX_TOLERANCE, max(tolerance, noise))
     best = max(r.median for r in ran)
@@ -187,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     sizes, workers = args.batch_sizes or sizes, args.workers or workers
     if not functions:
         workers = [1]
-    budget = args.max_memory_mib or _physical_mib() / 4
+    budget = args.memory / 2**20 if args.memory else _physical_mib() / 4
     results = []
     for b in sizes:
         for w in workers:
@@ -244,7 +248,7 @@ def _summary(
     if larger:
         reason += (
             f"; memory: batch {min(r.batch_size for r in larger)} and up would need more "
-            f"than {budget:.0f} MiB of pools (--max-memory-mib)"
+            f"than {budget:.0f} MiB of pools (--memory)"
         )
     return {
         "input": str(args.input),
