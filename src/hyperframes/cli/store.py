@@ -2,6 +2,9 @@
 
 ``hyperframes info STORE`` uses :func:`store_info` and :func:`is_store` from here. The
 store (LMDB, the codecs) is imported by the command that runs, not by :func:`register`.
+
+Longer than 300 lines: four commands over one store share its options and its resume
+rules (what a default pack stores, the grouping a partial store was packed with).
 """
 
 from __future__ import annotations
@@ -125,11 +128,7 @@ def run_pack(args: argparse.Namespace) -> int:
             intra=args.intra, grouping=grouping, resume=True,
         ).close(complete=done)  # fmt: skip
         if done:
-            if not args.json:
-                print(f"{args.store} is complete ({store_info(args.store)['frames']} frames); "
-                      "nothing to resume")  # fmt: skip
-                return 0
-            return _print_pack(args, store_info(args.store), fps=0.0, new=0, wall=0.0)
+            return _print_complete(args)
         check_resumed_frame(args.store, args.input, start - 1, size=args.size, pix_fmt=pix_fmt)
     source = VideoSource(args.input, start=start, size=args.size, pix_fmt=pix_fmt)
     sink = StoreSink(  # records the grouping the .group() stage below uses
@@ -170,6 +169,15 @@ def default_planes(path: str) -> Any:
 
     probe = VideoSource(path)
     return "native" if probe.info.get("source_pix_fmt") in NATIVE else "rgb24"
+
+
+def _print_complete(args: argparse.Namespace) -> int:
+    """``pack --resume`` of a finished store: say so (the summary with ``--json``)."""
+    summary = store_info(args.store)
+    if args.json:
+        return _print_pack(args, summary, fps=0.0, new=0, wall=0.0)
+    print(f"{args.store} is complete ({summary['frames']} frames); nothing to resume")
+    return 0
 
 
 def _first(*values: Any) -> Any:

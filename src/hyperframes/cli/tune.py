@@ -85,11 +85,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tolerance", type=float, default=0.05, help="speeds this close are equal")
     p.add_argument("--codec", default="libx264", help="encoder, or 'none' to skip encoding")
     p.add_argument("--preset", default="ultrafast", help="encoder preset (libx264/libx265)")
-    p.add_argument(
-        "--memory", type=memory_size, default=None, metavar="SIZE",
-        help="the pools' budget for each setting, e.g. 512MiB (as every long command's "
-        "--memory; default: a quarter of physical memory)",
-    )  # fmt: skip
+    p.add_argument("--memory", type=memory_size, default=None, metavar="SIZE",
+                   help="each setting's pool budget, e.g. 512MiB (default: RAM / 4)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run, reads=("input",))
 
