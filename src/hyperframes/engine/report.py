@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import copy
 import math
+import textwrap
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
+
+WIDTH = 79
+"""The columns a printed report takes at most (an 80-column terminal)."""
 
 
 @dataclass
@@ -185,7 +189,16 @@ class RunReport:
             )
         if self.output is not None:
             lines.append(f"output: {self.output}")
-        return "\n".join(lines)
+        # an 80-column terminal: long lines wrap at words, indented (the table fits as is)
+        fitted = [
+            part
+            for line in lines
+            for part in textwrap.wrap(
+                line, WIDTH, subsequent_indent="  ", break_long_words=False,
+                break_on_hyphens=False,
+            ) or [line]
+        ]  # fmt: skip
+        return "\n".join(fitted)
 
 
 def _json_ready(value: Any) -> Any:
