@@ -66,7 +66,7 @@ def test_bench_runs_scripts_and_skips_what_needs_extras(tmp_path, monkeypatch, c
             bench.Benchmark("gone.py", ()),
         ),
     )
-    assert cli.main(["bench", "--dir", str(folder), "--json"]) == 0
+    assert cli.main(["bench", "--dir", str(folder), "--json"]) == 3  # a target not held
     data = json.loads(capsys.readouterr().out)
     by_name = {b["name"]: b for b in data["benchmarks"]}
     assert by_name["engine"]["status"] == "ok"
@@ -74,6 +74,9 @@ def test_bench_runs_scripts_and_skips_what_needs_extras(tmp_path, monkeypatch, c
     assert by_name["video_parts"]["status"] == "skipped"
     assert "surely_not_installed_here" in by_name["video_parts"]["detail"]
     assert by_name["gone"]["status"] == "skipped"
+    assert cli.main(["bench", "--dir", str(folder)]) == 3
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("1 target(s) not held at these small sizes") and "engine: " in last
 
 
 def test_failing_benchmark_exit_1(tmp_path, monkeypatch, capsys):

@@ -77,7 +77,8 @@ def test_every_command_line_runs(folder):
             argv, cwd=folder, capture_output=True, text=True, timeout=600,
             env={"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin"},
         )  # fmt: skip
-        assert done.returncode == 0, f"{line}: {done.stderr[-2000:]}"
+        allowed = (0, 3) if argv[3] == "bench" else (0,)  # 3: ran, a target not held
+        assert done.returncode in allowed, f"{line}: {done.stderr[-2000:]}"
     assert (folder / "render.mp4").is_file() and (folder / "back.mkv").is_file()
     assert (folder / "f.png").is_file() and (folder / "small.hfs").is_dir()
 
