@@ -499,7 +499,8 @@ class _Watch:
     ) -> None:
         self.total, self.plan, self.t0, self.progress = total, plan, t0, progress
         self.reused = len(plan) - len(todo)
-        self.frames = sum(b - a for k, (a, b) in enumerate(plan) if k not in set(todo))
+        self.reused_frames = sum(b - a for k, (a, b) in enumerate(plan) if k not in set(todo))
+        self.frames = 0  # made by this run (the report's frames and fps count only these)
         self.done: list[dict[str, Any]] = []
 
     def finished(self, k: int, result: dict[str, Any]) -> None:
@@ -509,7 +510,8 @@ class _Watch:
             elapsed = time.perf_counter() - self.t0
             slowest = max(self._stages(), key=lambda s: s.busy_per_worker_s).name
             done = f"{self.reused + len(self.done)}/{len(self.plan)} segments"
-            self.progress(Progress(self.frames, self.total, elapsed, slowest, done))
+            made = self.reused_frames + self.frames
+            self.progress(Progress(made, self.total, elapsed, slowest, done))
 
     def _stages(self) -> list[StageReport]:
         summed: dict[str, StageReport] = {}
@@ -541,7 +543,12 @@ class _Watch:
         batch = self.done[0]["report"].batch_size if self.done else 0
         elapsed = time.perf_counter() - self.t0
         return RunSnapshot(
-            elapsed, self.frames, self.total, batch, stages, extra={"chunks": self.figures()}
+            elapsed,
+            self.reused_frames + self.frames,
+            self.total,
+            batch,
+            stages,
+            extra={"chunks": self.figures()},
         )
 
     def report(self, output: str, halo: tuple[int, int], cpus: float, per: int) -> RunReport:
@@ -553,6 +560,7 @@ class _Watch:
             "cpus_per_segment": per,
             "nodes": len({r["node"] for r in self.done}),
             "segment_frames": [min(b - a for a, b in self.plan), max(b - a for a, b in self.plan)],
+            "reused_frames": self.reused_frames,
         }
         skipped = sorted(i for r in self.done for i in r["skipped"])
         if skipped:
