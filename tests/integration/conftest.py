@@ -98,6 +98,25 @@ def make_frames() -> Callable[..., np.ndarray]:
 
 
 @pytest.fixture
+def partial_store() -> Callable[[Path, Path], Path]:
+    """``partial_store(clip, store)``: the first 8 frames of ``clip`` packed into ``store``,
+    left unfinished as an interrupted pack leaves it."""
+
+    def make(clip: Path, store: Path) -> Path:
+        import hyperframes as hf
+        from hyperframes.store.writer import StoreWriter
+
+        source = hf.VideoSource(clip)
+        frames = hf.Pipeline.from_source(source).collect()
+        writer = StoreWriter(store, source.spec, source.info)
+        writer.write_group(frames[:8].copy())
+        writer.close(complete=False)
+        return store
+
+    return make
+
+
+@pytest.fixture
 def make_video() -> Callable[..., Path]:
     """:func:`write_video` as a fixture."""
     return write_video

@@ -182,16 +182,8 @@ def test_outputs_are_published_under_a_name_of_the_run(tmp_path):
     assert sink.temp.suffix == ".mkv"  # FFmpeg guesses the muxer from it
 
 
-def test_unpack_of_an_incomplete_store_says_so(tmp_path, synthetic_mp4, capsys):
-    import hyperframes as hf
-    from hyperframes.store.writer import StoreWriter
-
-    source = hf.VideoSource(synthetic_mp4)
-    frames = hf.Pipeline.from_source(source).collect()
-    store = tmp_path / "partial.hfs"
-    writer = StoreWriter(store, source.spec, source.info)
-    writer.write_group(frames[:8].copy())
-    writer.close(complete=False)
+def test_unpack_of_an_incomplete_store_says_so(tmp_path, synthetic_mp4, partial_store, capsys):
+    store = partial_store(synthetic_mp4, tmp_path / "partial.hfs")
     out = tmp_path / "o.mkv"
     assert main(["unpack", str(store), str(out), "--json"]) == 0
     captured = capsys.readouterr()

@@ -237,15 +237,10 @@ def test_the_store_records_the_grouping_the_stage_used(tmp_path, synthetic_mp4):
 
 
 def test_verify_of_an_unfinished_store_names_the_recorded_input(
-    tmp_path, make_video, make_frames, capsys
+    tmp_path, make_video, make_frames, partial_store, capsys
 ):
     clip = make_video(tmp_path / "a.mp4", make_frames(24))
-    source = hf.VideoSource(clip)
-    frames = hf.Pipeline.from_source(source).collect()
-    store = tmp_path / "a.hfs"
-    writer = StoreWriter(store, source.spec, source.info)
-    writer.write_group(frames[:8].copy())
-    writer.close(complete=False)
+    store = partial_store(clip, tmp_path / "a.hfs")
     assert main(["verify", str(store)]) == 0
     out = capsys.readouterr().out
     assert f"(pack {clip} {store} --resume continues it)" in out

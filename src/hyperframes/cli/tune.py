@@ -2,10 +2,9 @@
 
 Every setting decodes the first ``--frames`` frames of the input, runs the ``--stage``
 functions and encodes to a temporary file, ``--repeats`` times, the rounds interleaved
-so that a change in machine load hits every setting alike. The answer is stable from
-run to run by rule (:data:`RULE`): settings whose median speed is within the noise of
-the best one count as equal, and the smallest of them wins. Settings whose frame pools
-would pass ``--memory`` are not run and say so.
+so that a change in machine load hits every setting alike. The answer is stable by rule
+(:data:`RULE`): settings within the noise of the best median count as equal, and the
+smallest wins. Settings whose pools would pass ``--memory`` are not run and say so.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import memory_size, positive_int
-from .video import frame_size, load_function, resize_stage
+from .video import frame_size, resize_stage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -131,8 +130,9 @@ def stage_function(spec: str) -> Callable[[np.ndarray], Any]:
 
         return blur
     if ":" in spec:
-        fn = load_function(spec)
-        return fn
+        from ..models import load
+
+        return load(spec)
     raise ValueError(f"unknown --stage {spec!r}; use resize=WxH, blur, invert or MODULE:FUNCTION")
 
 

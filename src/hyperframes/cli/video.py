@@ -186,7 +186,9 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None)
     pipeline = Pipeline.from_source(source, batch_size=args.batch_size)
     if filter_spec is not None:
-        fn = load_function(filter_spec)
+        from ..models import load
+
+        fn = load(filter_spec)
         pipeline = pipeline.map(
             fn, workers=workers_of(args), reuse_target=args.reuse_target, agree=args.agree
         )
@@ -240,17 +242,11 @@ def planar_path(args: argparse.Namespace, facts: dict[str, Any]) -> bool:
     )
 
 
-def load_function(spec: str) -> Any:
-    """``MODULE:NAME`` as :func:`hyperframes.models.load` gives it."""
-    from ..models import load
-
-    return load(spec)
-
-
 def run_render(args: argparse.Namespace) -> int:
     from .. import FrameSpec, Pipeline
+    from ..models import load
 
-    fn = load_function(args.function)
+    fn = load(args.function)
     if args.chunks is not None:
         report, written = render_chunked_from(args, fn)
         emit_report(args, report, **written)
