@@ -109,8 +109,10 @@ class Pipeline:
         spec: FrameSpec,
         workers: int = 1,
         batch_size: int | None = None,
+        start: int = 0,
     ) -> Pipeline:
-        """Frames rendered by ``fn(i)`` for ``i`` in ``0..count-1``, ``workers`` at a time.
+        """Frames rendered by ``fn(i)`` for ``i`` in ``start..start+count-1``, ``workers``
+        at a time.
 
         This is the long-render case: a 30,000-frame animation is rendered in parallel and
         comes out in order, with memory bounded by the pool, not by ``count``.
@@ -121,7 +123,7 @@ class Pipeline:
         stage = Stage(
             f"render:{_name_of(fn)}", RenderInto(fn, spec), call=render_call, workers=workers
         )
-        return cls(IndexSource(count, spec), batch_size, (stage,))
+        return cls(IndexSource(count, spec, start), batch_size, (stage,))
 
     # -- stages --------------------------------------------------------------------------
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
-from hyperframes.chunked import video_frames
 from hyperframes.cli import main
 from hyperframes.errors import MediaError
 from hyperframes.io.frame_table import scan
+from hyperframes.segments import video_frames
 from hyperframes.store import writer as writer_module
 from hyperframes.store.writer import StoreWriter, resume_point
 

@@ -171,7 +171,7 @@ def test_report_file_is_published(tmp_path, journal):
 
 
 def test_ray_chunk_join_publishes_its_output(tmp_path, journal):
-    from hyperframes.chunked import join
+    from hyperframes.segments import join
 
     part = tmp_path / "part0.mkv"
     with av.open(str(part), "w") as container:

@@ -2,6 +2,7 @@ import json
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,12 @@ def test_console_script_help():
         check=True,
     )
     assert "demo" in out.stdout
+
+
+def test_the_version_is_the_changelogs_newest():
+    """``--version`` names the release the changelog's top entry describes."""
+    from hyperframes._version import __version__
+
+    changelog = (Path(__file__).parents[2] / "CHANGELOG.md").read_text()
+    newest = next(line for line in changelog.splitlines() if line.startswith("## "))
+    assert newest.split()[1] == __version__, newest

@@ -22,8 +22,8 @@ FLOORS = {
     "hyper": 4, "metrics": 4,
     "store": 5, "_estimate": 5, "_identity": 5,
     "pipeline": 6, "gpu": 6,
-    "analysis": 7, "chunked": 7,
-    "viewer": 8,
+    "analysis": 7, "segments": 7,
+    "chunked": 8, "viewer": 8,
     "cli": 9,
     "__init__": 10, "__main__": 10,
 }  # fmt: skip

@@ -17,11 +17,11 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 
 from .._version import __version__
-from . import analyze, bench, demo, doctor, map_job, store, tune, video, view
-from .common import UsageError, fail
+from . import analyze, bench, demo, doctor, map_job, render, store, tune, video, view
+from .common import UsageError, as_flags, fail
 from .paths import check_paths
 
-COMMANDS = (demo, video, map_job, analyze, store, view, tune, bench, doctor)
+COMMANDS = (demo, video, render, map_job, analyze, store, view, tune, bench, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return result
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
-        print(f"hyperframes: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        kept = getattr(exc, "kept", "")  # what a rerun can continue from
+        note = f"; {as_flags(kept, flags_of(parser, args.command))}" if kept else ""
+        print(f"hyperframes: interrupted ({signal.Signals(signum).name}){note}", file=sys.stderr)
         return 128 + signum
     except BrokenPipeError:
         # `hyperframes info X | head`: the reader has what it wanted; that is not an error

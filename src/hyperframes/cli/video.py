@@ -1,4 +1,4 @@
-"""``hyperframes info``, ``transcode`` and ``render``: real media in and out.
+"""``hyperframes info`` and ``transcode``: real media in and out.
 
 :func:`register` builds the parsers without PyAV, OpenCV or the pipeline: a command
 imports what it needs when it runs.
@@ -16,11 +16,10 @@ from .common import (
     add_function_options,
     check_function_options,
     emit_report,
-    positive_float,
     positive_int,
 )
 from .observe import add_long_options, observed, observed_run, workers_of
-from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
+from .scale import add_chunk_options, ray_for_chunks
 
 if TYPE_CHECKING:
     import numpy as np
@@ -70,17 +69,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "thread on their own)")  # fmt: skip
     add_chunk_options(p)
     p.set_defaults(run=run_transcode, reads=("input",), writes=("output",))
-
-    p = sub.add_parser("render", help="render frames with MODULE:FUNCTION f(i) -> array")
-    p.add_argument("function", metavar="MODULE:FUNCTION")
-    p.add_argument("output")
-    p.add_argument("--frames", type=positive_int, required=True)
-    p.add_argument("--size", type=frame_size, required=True, help="WxH")
-    p.add_argument("--fps", type=positive_float, default=30.0, help="frames per second")
-    add_encoder_options(p)
-    add_long_options(p)
-    add_chunk_options(p)
-    p.set_defaults(run=run_render, writes=("output",))
 
 
 def add_encoder_options(p: argparse.ArgumentParser) -> None:
@@ -240,52 +228,3 @@ def planar_path(args: argparse.Namespace, facts: dict[str, Any]) -> bool:
         and encoded == "yuv420p"
         and all(v % 2 == 0 for v in (*size, facts["width"], facts["height"]))
     )
-
-
-def run_render(args: argparse.Namespace) -> int:
-    from .. import FrameSpec, Pipeline
-    from ..models import load
-
-    fn = load(args.function)
-    if args.chunks is not None:
-        report, written = render_chunked_from(args, fn)
-        emit_report(args, report, **written)
-        return 0
-    width, height = args.size
-    sink = sink_for(args, fps=args.fps)
-    pipeline = Pipeline.from_generator(
-        fn,
-        count=args.frames,
-        spec=FrameSpec((height, width, 3)),
-        workers=workers_of(args),
-        batch_size=args.batch_size,
-    )
-    executor = executor_for(args)
-    ship_module_of(fn, executor)
-    report, written = observed(
-        args,
-        "render",
-        lambda bar, watch: pipeline.to(sink).run(
-            progress=bar, monitor=watch, memory=args.memory, executor=executor
-        ),
-    )
-    emit_report(args, report, **written)
-    return 0
-
-
-def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, dict[str, Any]]:
-    """``render --chunks``: the frame range in segments as Ray tasks, joined by stream copy."""
-    from ..chunked import render_chunked
-
-    executor = ray_for_chunks(args)
-    ship_module_of(fn, executor)
-
-    def run(bar: Any, watch: Any) -> RunReport:
-        return render_chunked(
-            fn, args.output, count=args.frames, size=args.size, fps=args.fps,
-            executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
-            memory=args.memory, overwrite=args.overwrite, progress=bar, monitor=watch,
-            **encoder_options(args),
-        )  # fmt: skip
-
-    return observed(args, "render", run)

@@ -132,13 +132,15 @@ class IterableSource(Source):
 
 
 class IndexSource(Source):
-    """Frame ids ``0 .. count-1`` with no pixels: a later stage renders each frame."""
+    """Frame ids ``start .. start+count-1`` with no pixels: a later stage renders each frame."""
 
-    def __init__(self, count: int, spec: FrameSpec) -> None:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(f"count must be a non-negative integer, got {count!r}")
+    def __init__(self, count: int, spec: FrameSpec, start: int = 0) -> None:
+        for name, value in (("count", count), ("start", start)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
         self.spec = spec
         self.count = self.length = count
+        self.start = start
         self.info = {"source": "generator", "frames": count}
         self._next = 0
 
@@ -153,4 +155,4 @@ class IndexSource(Source):
         start = self._next
         stop = min(start + len(out), self.count)
         self._next = stop
-        return Chunk(np.arange(start, stop, dtype=np.int64))
+        return Chunk(np.arange(self.start + start, self.start + stop, dtype=np.int64))

@@ -1,0 +1,111 @@
+"""``hyperframes render``: frames made by a function of the frame number, encoded in order.
+
+A long local render is made in segments kept until the end, so that ``--resume``
+continues an interrupted one; ``--chunks`` runs the segments on Ray.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from .common import UsageError, emit_report, positive_float, positive_int
+from .observe import add_long_options, observed, workers_of
+from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
+from .video import add_encoder_options, encoder_options, frame_size, sink_for
+
+if TYPE_CHECKING:
+    from .. import RunReport
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("render", help="render frames with MODULE:FUNCTION f(i) -> array")
+    p.add_argument("function", metavar="MODULE:FUNCTION")
+    p.add_argument("output")
+    p.add_argument("--frames", type=positive_int, required=True)
+    p.add_argument("--size", type=frame_size, required=True, help="WxH")
+    p.add_argument("--fps", type=positive_float, default=30.0, help="frames per second")
+    add_encoder_options(p)
+    add_long_options(p)
+    add_chunk_options(p)
+    p.add_argument(
+        "--resume", action="store_true",
+        help="continue a render that was interrupted (a local render of 2,000 frames or "
+        "more is made in segments, kept until the end: a rerun makes only those missing)",
+    )  # fmt: skip
+    p.set_defaults(run=run_render, writes=("output",))
+
+
+def run_render(args: argparse.Namespace) -> int:
+    from .. import FrameSpec, Pipeline
+    from ..models import load
+    from ..segments import LOCAL_SEGMENT_FRAMES
+
+    fn = load(args.function)
+    if args.chunks is not None:
+        report, written = render_chunked_from(args, fn)
+        emit_report(args, report, **written)
+        return 0
+    if args.resume and args.executor == "ray":
+        raise UsageError(
+            "--resume continues a local render; a render on Ray resumes with --chunks "
+            "(a rerun makes only the missing segments)"
+        )
+    executor = executor_for(args)
+    if isinstance(executor, str) and (args.resume or args.frames >= 2 * LOCAL_SEGMENT_FRAMES):
+        report, written = render_here(args, fn, executor)
+        emit_report(args, report, **written)
+        return 0
+    width, height = args.size
+    sink = sink_for(args, fps=args.fps)
+    pipeline = Pipeline.from_generator(
+        fn,
+        count=args.frames,
+        spec=FrameSpec((height, width, 3)),
+        workers=workers_of(args),
+        batch_size=args.batch_size,
+    )
+    ship_module_of(fn, executor)
+    report, written = observed(
+        args,
+        "render",
+        lambda bar, watch: pipeline.to(sink).run(
+            progress=bar, monitor=watch, memory=args.memory, executor=executor
+        ),
+    )
+    emit_report(args, report, **written)
+    return 0
+
+
+def render_here(args: argparse.Namespace, fn: Any, executor: str) -> tuple[RunReport, Any]:
+    """A local render in segments made one after another and kept until the join, so
+    that ``--resume`` continues an interrupted one."""
+    from ..chunked import render_chunked
+
+    def run(bar: Any, watch: Any) -> RunReport:
+        return render_chunked(
+            fn, args.output, count=args.frames, size=args.size, fps=args.fps,
+            executor=executor, workers=workers_of(args), resume=args.resume,
+            batch_size=args.batch_size, memory=args.memory, overwrite=args.overwrite,
+            progress=bar, monitor=watch, **encoder_options(args),
+        )  # fmt: skip
+
+    return observed(args, "render", run)
+
+
+def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, dict[str, Any]]:
+    """``render --chunks``: the frame range in segments as Ray tasks, joined by stream copy."""
+    from ..chunked import render_chunked
+
+    executor = ray_for_chunks(args)
+    ship_module_of(fn, executor)
+
+    def run(bar: Any, watch: Any) -> RunReport:
+        return render_chunked(
+            fn, args.output, count=args.frames, size=args.size, fps=args.fps,
+            executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
+            memory=args.memory, overwrite=args.overwrite, progress=bar, monitor=watch,
+            **encoder_options(args),
+        )  # fmt: skip
+
+    return observed(args, "render", run)

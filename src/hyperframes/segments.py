@@ -1,0 +1,400 @@
+"""A long job cut into segments: each made by one pipeline into its own file, kept in a
+folder with the job's manifest until the files are joined in order.
+
+What a segment is made from (:class:`VideoJob`: frames of a video, cut at keyframes;
+:class:`RenderJob`: ``fn(i)``, cut anywhere), how a range is cut
+(:func:`plan_segments`), how one segment is made (:func:`process_segment`: its halo
+decoded, the stages run, its own frames written), which segments a rerun of the same
+job may keep (:func:`prepare`), the run's figures as segments finish (:class:`Tally`) and
+the join (:func:`join`). :mod:`hyperframes.chunked` runs the segments, on Ray or here.
+
+Longer than 300 lines: what a segment is, how it is made, kept and joined are one
+format (the folder, its manifest, the segment files and their records).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+
+from ._identity import record_segment
+from .engine.report import RunReport, RunSnapshot, StageReport, StageSnapshot
+from .engine.runner import Progress, ProgressFn
+from .engine.window import HaloStream
+from .errors import MediaError
+from .frames import FrameSpec
+from .io.base import Sink
+from .io.frame_table import scan
+from .io.publish import publish, temp_beside, write_output
+from .io.results import FORMATS as RESULTS
+from .io.results import ResultsSink, join_files
+from .io.video import VideoSource
+from .io.video_sink import VideoSink
+from .pipeline import Pipeline
+
+Build = Callable[[Pipeline], Pipeline]
+
+MIN_SEGMENT_FRAMES, SEGMENTS_PER_CPU = 240, 2
+"""The automatic plan on a cluster: segments of at least ten seconds at 24 fps, and
+about two per CPU of the cluster (:func:`auto_segments`)."""
+
+LOCAL_SEGMENT_FRAMES, MAX_LOCAL_SEGMENTS = 1_000, 200
+"""Frames of a segment of a local run, and the most segments (:func:`local_segments`)."""
+
+
+# -- jobs: what one segment task makes its pipeline from ------------------------------------
+
+
+@dataclass(frozen=True)
+class VideoJob:
+    """Frames of a video; frame ids are the video's own frame numbers."""
+
+    path: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def pipeline(self, start: int, stop: int, cpus: int, batch_size: int | None) -> Pipeline:
+        source = VideoSource(self.path, start=start, stop=stop, threads=cpus, **self.options)
+        return Pipeline.from_source(source, batch_size=batch_size)
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    """Frames rendered by ``fn(i)``; frame ids are the render's frame numbers."""
+
+    fn: Callable[[int], np.ndarray]
+    spec: FrameSpec
+
+    def pipeline(self, start: int, stop: int, cpus: int, batch_size: int | None) -> Pipeline:
+        return Pipeline.from_generator(
+            self.fn, count=stop - start, spec=self.spec, workers=cpus, batch_size=batch_size,
+            start=start,
+        )  # fmt: skip
+
+
+Job = VideoJob | RenderJob
+
+
+# -- planning -------------------------------------------------------------------------------
+
+
+def plan_segments(
+    start: int, stop: int, count: int, cuts: list[int] | None = None
+) -> list[tuple[int, int]]:
+    """``count`` half-open segments of ``[start, stop)`` as equal as the cut points allow.
+
+    ``cuts`` are the frames a segment may start at (a video's keyframes); ``None`` allows
+    any frame. With sparse cuts there may be fewer segments than asked.
+
+    Example:
+        >>> plan_segments(0, 100, 3)
+        [(0, 33), (33, 67), (67, 100)]
+        >>> plan_segments(0, 100, 3, cuts=[0, 50, 60])
+        [(0, 50), (50, 60), (60, 100)]
+    """
+    if count < 1:
+        raise ValueError(f"segments must be at least 1, got {count}")
+    allowed = sorted({c for c in cuts if start < c < stop}) if cuts is not None else None
+    bounds = [start]
+    for k in range(1, min(count, stop - start)):
+        ideal = start + round(k * (stop - start) / count)
+        if allowed is None:
+            cut = ideal
+        else:
+            later = [c for c in allowed if c > bounds[-1]]
+            if not later:
+                break
+            cut = min(later, key=lambda c: (abs(c - ideal), c))
+        if bounds[-1] < cut < stop:
+            bounds.append(cut)
+    return list(zip(bounds, [*bounds[1:], stop], strict=True))
+
+
+def auto_segments(frames: int, cluster_cpus: float, cpus_per_segment: int) -> int:
+    """How many segments the automatic plan makes: about :data:`SEGMENTS_PER_CPU` per CPU
+    of the cluster, but none shorter than :data:`MIN_SEGMENT_FRAMES`.
+
+    Example:
+        >>> auto_segments(2000, cluster_cpus=2, cpus_per_segment=1)
+        4
+        >>> auto_segments(100_000, cluster_cpus=64, cpus_per_segment=2)
+        64
+        >>> auto_segments(300, cluster_cpus=16, cpus_per_segment=1)
+        1
+    """
+    slots = max(1, int(cluster_cpus // cpus_per_segment))
+    return max(1, min(SEGMENTS_PER_CPU * slots, frames // MIN_SEGMENT_FRAMES))
+
+
+def video_frames(path: Path) -> tuple[list[int], list[int], Fraction]:
+    """Every frame's pts in presentation order, the keyframes' indices, and the time base.
+
+    Reads packets only (no decoding), with :func:`~hyperframes.io.frame_table.scan`.
+
+    Raises:
+        MediaError: the timestamps cannot number the frames, so cuts cannot be placed.
+    """
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        base = stream.time_base
+        table = scan(container, stream)
+    if table.untrusted is not None:
+        raise MediaError(
+            f"{str(path)!r} cannot be cut into segments: {table.untrusted}; "
+            "run without --chunks, or remux it with fresh timestamps"
+        )
+    if not len(table.pts) or base is None:
+        raise MediaError(f"{str(path)!r} has no timestamped video packets; re-encode it")
+    keyframes = table.keyframes.tolist() or [0]
+    return table.pts.tolist(), keyframes, Fraction(base)
+
+
+def halo_of(build: Build | None, pipeline: Pipeline) -> tuple[int, int]:
+    """Frames before and after a segment that the windowed stages ``build`` adds need."""
+    if build is None:
+        return 0, 0
+    before = after = 0
+    for stage in build(pipeline).stages:
+        if stage.make_stream is None:
+            continue
+        stream = stage.make_stream(1)  # any batch size: only the window is read
+        if not isinstance(stream, HaloStream):
+            raise ValueError(
+                f"stage {stage.name!r} keeps state across frames, so a segment cannot be "
+                "processed on its own; chunked runs take map stages (windowed or not) only"
+            )
+        before, after = before + stream.before, after + stream.after
+    return before, after
+
+
+# -- the segment task -----------------------------------------------------------------------
+
+
+class _Trim(Sink):
+    """Passes on only the frames with ids in ``[start, stop)`` (drops the halo)."""
+
+    def __init__(self, sink: Sink, start: int, stop: int) -> None:
+        self.sink, self.start, self.stop = sink, start, stop
+
+    def open(self, spec: Any, info: dict[str, Any]) -> None:
+        self.sink.open(spec, info)
+
+    def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
+        keep = (index >= self.start) & (index < self.stop)
+        if keep.any():
+            self.sink.write(frames[keep], index[keep], {k: v[keep] for k, v in meta.items()})
+
+    def close(self, *, ok: bool) -> Any:
+        return self.sink.close(ok=ok)
+
+
+def _capped(pipeline: Pipeline, cpus: int) -> Pipeline:
+    """``pipeline`` with no stage running more workers than the task's CPUs."""
+    stages = tuple(dataclasses.replace(s, workers=min(s.workers, cpus)) for s in pipeline.stages)
+    return dataclasses.replace(pipeline, stages=stages)
+
+
+def process_segment(
+    job: Job, part: str, segment: tuple[int, int], frames: int, halo: tuple[int, int],
+    build: Build | None, sink_options: dict[str, Any], batch_size: int | None, cpus: int,
+    memory: int | str | None, *, executor: str = "threads", progress: ProgressFn | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Make ``[start - halo, stop + halo)``, run the stages, encode ``[start, stop)``
+    into ``part`` with ``cpus`` threads at most; returns the segment's report.
+
+    ``memory`` is the segment's pools' budget (``None``: the machine's default);
+    ``executor`` runs the segment's stages (a local one: ``"threads"``, ``"processes"``)."""
+    start, stop = segment
+    lo, hi = max(0, start - halo[0]), min(frames, stop + halo[1])
+    pipeline = job.pipeline(lo, hi, cpus, batch_size)
+    if build is not None:
+        pipeline = build(pipeline)
+    sink = _segment_sink(part, sink_options, cpus)
+    trimmed = _capped(pipeline, cpus).to(_Trim(sink, start, stop))
+    report = trimmed.run(memory=memory, executor=executor, progress=progress)
+    written = sink.rows_written if isinstance(sink, ResultsSink) else sink.frames_written
+    record_segment(part, written)  # after the part: a killed task leaves none
+    skipped = getattr(pipeline.source, "skipped", [])
+    return {"report": report, "skipped": list(skipped), "written": written}
+
+
+def _segment_sink(part: str, sink_options: dict[str, Any], cpus: int) -> VideoSink | ResultsSink:
+    """A segment's sink: results rows when the output is a results file, else a video
+    encoded on the task's CPUs."""
+    if Path(part).suffix.lower() in RESULTS:
+        return ResultsSink(part, overwrite=True)
+    options = {"threads": str(cpus)} | dict(sink_options.get("options") or {})
+    return VideoSink(part, overwrite=True, **(sink_options | {"options": options}))
+
+
+# -- keeping and joining --------------------------------------------------------------------
+
+
+def local_segments(frames: int) -> int:
+    """How many segments a local run of ``frames`` frames is cut into: about one per
+    :data:`LOCAL_SEGMENT_FRAMES`, at most :data:`MAX_LOCAL_SEGMENTS` (an interrupted run
+    loses at most one segment's work).
+
+    Example:
+        >>> local_segments(1_500), local_segments(20_000), local_segments(1_000_000)
+        (1, 20, 200)
+    """
+    return max(1, min(MAX_LOCAL_SEGMENTS, frames // LOCAL_SEGMENT_FRAMES))
+
+
+def prepare(
+    folder: Path, facts: dict[str, Any], plan: list[tuple[int, int]], *, fixed: bool
+) -> list[tuple[int, int]]:
+    """The segments to make: the folder's own plan when it holds the same job (and no
+    number of segments was asked for), else ``plan`` in an emptied folder."""
+    path = folder / "manifest.json"
+    if folder.exists():
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, ValueError):
+            manifest = {}
+        kept = [tuple(s) for s in manifest.get("segments", [])]
+        if manifest.get("job") == facts and kept and (not fixed or len(kept) == len(plan)):
+            return [(int(a), int(b)) for a, b in kept]
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_output(
+        path, json.dumps({"job": facts, "segments": [list(s) for s in plan]}), overwrite=True
+    )
+    return plan
+
+
+class Tally:
+    """A segmented run's figures as segments finish: progress, snapshots and the report."""
+
+    def __init__(
+        self, total: int, plan: list[tuple[int, int]], todo: list[int], t0: float,
+        progress: ProgressFn | None,
+    ) -> None:  # fmt: skip
+        self.total, self.plan, self.t0, self.progress = total, plan, t0, progress
+        self.reused = len(plan) - len(todo)
+        self.reused_frames = sum(b - a for k, (a, b) in enumerate(plan) if k not in set(todo))
+        self.frames = 0  # made by this run (the report's frames and fps count only these)
+        self.done: list[dict[str, Any]] = []
+
+    def finished(self, k: int, result: dict[str, Any]) -> None:
+        self.done.append(result)
+        self.frames += result["written"]  # fewer than planned where frames were skipped
+        if self.progress is not None:
+            elapsed = time.perf_counter() - self.t0
+            slowest = max(self._stages(), key=lambda s: s.busy_per_worker_s).name
+            done = f"{self.reused + len(self.done)}/{len(self.plan)} segments"
+            made = self.reused_frames + self.frames
+            self.progress(Progress(made, self.total, elapsed, slowest, done))
+
+    def _stages(self) -> list[StageReport]:
+        summed: dict[str, StageReport] = {}
+        for result in self.done:
+            for s in result["report"].stages:
+                was = summed.get(s.name)
+                summed[s.name] = s if was is None else dataclasses.replace(
+                    was, frames=was.frames + s.frames, batches=was.batches + s.batches,
+                    busy_s=was.busy_s + s.busy_s, wait_in_s=was.wait_in_s + s.wait_in_s,
+                    wait_out_s=was.wait_out_s + s.wait_out_s,
+                    queue_high_water=max(was.queue_high_water, s.queue_high_water),
+                )  # fmt: skip
+        return list(summed.values())
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "segments": len(self.plan),
+            "segments_done": self.reused + len(self.done),
+            "reused": self.reused,
+        }
+
+    def snapshot(self) -> RunSnapshot:
+        stages = tuple(
+            StageSnapshot(
+                s.name, s.workers, s.frames, s.batches, s.busy_s, s.wait_in_s, s.wait_out_s
+            )
+            for s in self._stages()
+        )
+        batch = self.done[0]["report"].batch_size if self.done else 0
+        elapsed = time.perf_counter() - self.t0
+        return RunSnapshot(
+            elapsed,
+            self.reused_frames + self.frames,
+            self.total,
+            batch,
+            stages,
+            extra={"chunks": self.figures()},
+        )
+
+    def report(self, output: str, halo: tuple[int, int], cpus: float, per: int) -> RunReport:
+        wall = time.perf_counter() - self.t0
+        reports = [r["report"] for r in self.done]
+        chunks = self.figures() | {
+            "halo": list(halo),
+            "cluster_cpus": cpus,
+            "cpus_per_segment": per,
+            "nodes": len({r["node"] for r in self.done}),
+            "segment_frames": [min(b - a for a, b in self.plan), max(b - a for a, b in self.plan)],
+            "reused_frames": self.reused_frames,
+        }
+        skipped = sorted(i for r in self.done for i in r["skipped"])
+        if skipped:
+            chunks["skipped_frames"] = skipped
+        return RunReport(
+            frames=self.frames, wall_s=round(wall, 6), fps=self.frames / wall if wall else 0.0,
+            stages=tuple(self._stages()),
+            pool_slots=max((r.pool_slots for r in reports), default=0),
+            pool_high_water_slots=max((r.pool_high_water_slots for r in reports), default=0),
+            pool_high_water_bytes=max((r.pool_high_water_bytes for r in reports), default=0),
+            pool_bytes=max((r.pool_bytes for r in reports), default=0),
+            reorder_high_water=max((r.reorder_high_water for r in reports), default=0),
+            batch_size=reports[0].batch_size if reports else 0,
+            setup_s=round(sum(r.setup_s for r in reports), 6),
+            memory_budget=max((r.memory_budget for r in reports), default=0),
+            sizing=f"per segment: {reports[0].sizing}" if reports else "",
+            output=output, extra={"chunks": chunks},
+        )  # fmt: skip
+
+
+def join(parts: list[Path], offsets: list[float], output: Path) -> None:
+    """Concatenate segment files into ``output``: videos by stream copy, shifting
+    timestamps; results files row after row."""
+    temp = temp_beside(output)
+    if output.suffix.lower() in RESULTS:
+        try:
+            join_files(parts, temp)
+            publish(temp, output)
+        finally:
+            temp.unlink(missing_ok=True)
+        return
+    try:
+        with av.open(str(temp), "w") as out:
+            with av.open(str(parts[0])) as first:
+                stream = out.add_stream_from_template(first.streams.video[0])
+            last_dts: int | None = None
+            for part, offset in zip(parts, offsets, strict=True):
+                with av.open(str(part)) as container:
+                    source = container.streams.video[0]
+                    assert source.time_base is not None
+                    shift = round(offset / source.time_base)
+                    for packet in container.demux(source):
+                        if packet.pts is None:
+                            continue
+                        packet.pts += shift
+                        packet.dts = packet.pts if packet.dts is None else packet.dts + shift
+                        if last_dts is not None and packet.dts <= last_dts:
+                            packet.dts = last_dts + 1
+                        last_dts = packet.dts
+                        packet.stream = stream
+                        out.mux(packet)
+        publish(temp, output)
+    finally:
+        temp.unlink(missing_ok=True)
