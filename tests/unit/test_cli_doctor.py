@@ -80,3 +80,33 @@ def test_optional_packages_are_not_imported():
 def test_every_extra_a_command_can_need_is_checked():
     names = {check.name for check in doctor.run_checks(Path("."))}
     assert {"ray", "torch", "starlette", "uvicorn", "matplotlib", "pyarrow"} <= names
+
+
+def test_opencv_says_whether_the_classic_detectors_are_there(monkeypatch):
+    import cv2
+
+    line = doctor.check_opencv()
+    has = hasattr(cv2, "CascadeClassifier") and hasattr(cv2, "HOGDescriptor")
+    assert line.status == ("ok" if has else "warn"), line
+    assert cv2.__version__ in line.detail
+    if not has:
+        assert "opencv-python-headless<5" in line.fix
+
+
+def test_two_opencv_wheels_sharing_cv2_are_named(monkeypatch):
+    """``opencv-python`` installed beside our ``opencv-python-headless`` writes the same
+    ``cv2``: the doctor names both and says which to uninstall."""
+    from importlib import metadata
+
+    versions = {"opencv-python-headless": "4.14.0.94", "opencv-python": "4.13.0.90"}
+
+    def version(name):
+        if name not in versions:
+            raise metadata.PackageNotFoundError(name)
+        return versions[name]
+
+    monkeypatch.setattr(metadata, "version", version)
+    line = doctor.check_opencv()
+    assert line.status == "warn"
+    assert "2 wheels share cv2" in line.detail and "opencv-python 4.13.0.90" in line.detail
+    assert line.fix.startswith("keep one: pip uninstall opencv-python &&")

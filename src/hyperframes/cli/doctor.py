@@ -4,6 +4,8 @@ Each check gives one line, ``ok``, ``warn`` or ``fail``, with what was found and
 it is not ok, what to do. The exit code is 1 when any check fails, else 0. Optional
 packages (Ray, torch) are looked up without importing them here; only the GPU check
 imports torch, in a child process, so a broken CUDA install cannot crash the doctor.
+
+Longer than 300 lines: one short function a check, read as the list they are.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def run_checks(output: Path) -> list[Check]:
         ("python", check_python),
         ("pyav", check_pyav),
         ("ffmpeg", check_ffmpeg),
+        ("opencv", check_opencv),
         ("encoders", check_encoders),
         ("decoders", check_decoders),
         ("/dev/shm", check_shm),
@@ -113,6 +116,43 @@ def check_ffmpeg() -> Check:
     libavcodec = ".".join(map(str, codec)) or "?"
     version = getattr(av, "ffmpeg_version_info", None) or "unknown"
     return Check("ffmpeg", "ok", f"FFmpeg {version} (libavcodec {libavcodec}), as linked by PyAV")
+
+
+OPENCV_DISTRIBUTIONS = (
+    "opencv-python-headless", "opencv-python",
+    "opencv-contrib-python-headless", "opencv-contrib-python",
+)  # fmt: skip
+"""The wheels that each install the one ``cv2`` module."""
+
+
+def check_opencv() -> Check:
+    """OpenCV's version, whether it has the classic detectors (4.x has them, 5.0 dropped
+    them), and whether two OpenCV wheels write one ``cv2`` (the last installed wins, and
+    removing either breaks it)."""
+    from importlib import metadata
+
+    installed = []
+    for name in OPENCV_DISTRIBUTIONS:
+        try:
+            installed.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    try:
+        import cv2
+    except ImportError as exc:
+        fix = "pip install --force-reinstall 'opencv-python-headless>=4.8,<5'"
+        return Check("opencv", "fail", f"cannot import cv2: {exc}", fix)
+    detail = f"OpenCV {cv2.__version__}"
+    if len(installed) > 1:
+        keep = installed[0].split()[0]
+        others = " ".join(i.split()[0] for i in installed[1:])
+        fix = f"keep one: pip uninstall {others} && pip install --force-reinstall {keep}"
+        return Check("opencv", "warn", f"{detail}; {len(installed)} wheels share cv2: "
+                     f"{', '.join(installed)}", fix)  # fmt: skip
+    if not hasattr(cv2, "CascadeClassifier") or not hasattr(cv2, "HOGDescriptor"):
+        fix = "for Haar cascades and the HOG detector: pip install 'opencv-python-headless<5'"
+        return Check("opencv", "warn", f"{detail}, without the classic detectors", fix)
+    return Check("opencv", "ok", f"{detail}, with the classic detectors (Haar, HOG)")
 
 
 def _available(names: tuple[str, ...], mode: Literal["r", "w"]) -> tuple[list[str], list[str]]:
