@@ -16,7 +16,11 @@ computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker b
    target), frames that cut the stretch's change into equal parts are computed (one per
    spare worker), until the ends of every stretch agree or meet: a cut is found in one
    or two steps. Between agreeing ends, a frame that strays from both (a shot that cuts
-   away and back) is computed too. A hyperframe cut forces nothing by itself.
+   away and back) is computed too. A hyperframe cut forces nothing by itself. A short
+   stretch whose ends disagree a little (at most ``PRICE`` frames' worth of errors) is
+   left as it is while such stretches stay within ``LEAVE`` of the error budget: where
+   answers churn (boxes that move every frame), refining would compute every frame to
+   save errors the target allows.
 4. **Verify**: a random sample of the frames that will share an answer (more of those
    far from their answer's frame, fewer as agreeing samples add up, never fewer than
    the measured rate of wrong answers requires) is computed with the next round; each
@@ -26,13 +30,16 @@ computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker b
    handed on: each frame not computed takes the answer of the nearer (by thumbnail) of
    the computed frames before and after it. At most ``3 * GATHER * split`` batches wait.
 
-The evidence drives the rule: one ``scale`` multiplies ``span`` and (by its square root)
-``reach``; it grows while planned stretches' ends agree (and the samples say shared
-answers are good), shrinks when they disagree so that about ``3 * (1 - target)`` of them
-do, and follows the samples so that the shared answers' disagreement settles below a
-share of the error budget the target leaves. Every call, verification included, counts
-as a call in every figure; the summary gives the measured agreement of the output and a
-one-sided 95 % lower bound on it.
+The evidence drives the rule: ``scale`` multiplies ``span``; it grows while planned
+stretches' ends agree (and the samples say shared answers are good), shrinks when they
+disagree so that about ``3 * (1 - target)`` of them do, and follows the samples so that
+the shared answers' disagreement settles below a share of the error budget the target
+leaves. ``reach`` has a scale of its own, ``moved``, which only frames planned for their
+motion move (settling where about ``5 * (1 - target)`` of them change the answer): a
+camera that pans over a scene whose answer stays the same stops planning a frame at
+every step (it did when one scale served both). Every call, verification included,
+counts as a call in every figure; the summary gives the measured agreement of the
+output and a one-sided 95 % lower bound on it.
 
 Longer than 300 lines: the plan, refining, sharing, sampling and the controller are one
 decision over the same held frames; split, they would pass that state back and forth.
@@ -76,6 +83,10 @@ step that makes it settle where ``3 * (1 - target)`` of stretches hold a change 
 shorter the stretches, and the fewer short changes of answer go unseen inside them."""
 PRIOR, PRIOR_WRONG = 4.0, 0.02
 """Pseudo-samples before any is measured: 4 of which 2 % were wrong."""
+LEAVE = 0.3
+"""The share of the error budget that disagreeing stretches left unrefined may use."""
+PRICE = 2.0
+"""The most errors (frames times the ends' disagreement) a stretch left unrefined may cost."""
 GATHER = 2
 """Batches a worker may wait for before a round runs with fewer calls than workers."""
 RECENT = 0.25
@@ -112,9 +123,13 @@ class TargetReuse:
         self.frames_out = frames_out
         self.rows = RowComputer(stage=stage, split=split)
         self.scale = 1.0
+        self.moved = 1.0  # reach's own scale: whether moving pixels move the answers
+        self._by_motion: set[int] = set()  # frames planned because they moved past reach
         self._budget = MARGIN * (1 - self.target)
         changing = min(0.5, 3 * (1 - self.target))  # the share of stretches aimed at
         self._shrink = GROW ** (-(1 - changing) / changing)
+        changing = min(0.5, 5 * (1 - self.target))  # of frames planned for their motion
+        self._shrink_moved = GROW ** (-(1 - changing) / changing)
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()  # summary() is read by monitors on other threads
         self.frames = self.calls = self.verified = self.refined = 0
@@ -135,6 +150,8 @@ class TargetReuse:
         self._window = 0  # the first frame of those batches
         self.holds = held(split)
         self._sampled_to = 0  # frames before it have had their chance to be sampled
+        self._left: dict[tuple[int, int], float] = {}  # disagreeing stretches left as they are
+        self._spent = 0.0  # the errors they are estimated to cost
 
     @property
     def span(self) -> int:
@@ -142,7 +159,7 @@ class TargetReuse:
 
     @property
     def reach(self) -> float:
-        return REACH * math.sqrt(self.scale)
+        return REACH * math.sqrt(self.moved)
 
     # -- batches in, decided batches out ----------------------------------------------------
 
@@ -179,17 +196,25 @@ class TargetReuse:
         agreed = self._refined(compute, planned=set(planned))
         self._verified(pending)
         with self._lock:
-            for ends_agree in agreed:
-                # grow only while the samples say shared answers are as good as aimed at
+            for q, ends_agree in agreed:
+                # a frame planned for moving past reach teaches reach: whether motion
+                # changes the answers (as often yes as no);
+                if q in self._by_motion:
+                    self._rescale(GROW if ends_agree else self._shrink_moved, moved=True)
+                # and span, as one planned for its age: growing only while the samples
+                # say shared answers are as good as aimed at
                 if not ends_agree or self._recent >= 1 - self._budget:
                     self._rescale(GROW if ends_agree else self._shrink)
+            self._by_motion -= {q for q, _ in agreed}
         ready = self._sampled_to  # frames before it were sampled, and the samples computed
         # frames before the last computed one share settled answers: sample them now, to be
         # computed with the next round's plan (at the end of the input: now)
         # (and frames before this round's batches in any case, so that no batch is held
         # for more than two rounds, whatever the span)
         last = self._seen if final else max(max(self._answers, default=0), self._window)
-        chosen = self._sample([i for i in range(self._sampled_to, last) if i not in self._answers])
+        left = {i for p, q in self._left for i in range(p + 1, q)}  # their cost is counted
+        shared = [i for i in range(self._sampled_to, last) if i not in self._answers]
+        chosen = self._sample([i for i in shared if i not in left])
         self._sampled_to = max(self._sampled_to, last)
         if final:
             self._compute(list(chosen), compute)
@@ -219,7 +244,7 @@ class TargetReuse:
 
     def _refined(
         self, compute: Callable[[Batch], Any], *, planned: Collection[int] = ()
-    ) -> list[bool]:
+    ) -> list[tuple[int, bool]]:
         """Refine until the ends of every stretch agree or meet; whether the ends of each
         stretch that ends at a ``planned`` frame agreed at first."""
         more, agreed = self._refine(planned)
@@ -244,25 +269,28 @@ class TargetReuse:
         plan: list[int] = []
         for i in range(start, start + count):
             age += 1
-            if ref is None or age > span or change(self._looks[i], ref) > reach:
+            moved = ref is not None and age <= span and change(self._looks[i], ref) > reach
+            if ref is None or age > span or moved:
                 plan.append(i)
                 ref, age = self._looks[i], 0
+                if moved:
+                    self._by_motion.add(i)
         return plan
 
-    def _refine(self, planned: Collection[int]) -> tuple[list[int], list[bool]]:
+    def _refine(self, planned: Collection[int]) -> tuple[list[int], list[tuple[int, bool]]]:
         """Frames to compute inside stretches: where the ends' answers disagree, and where
         a frame strays from agreeing ends; and whether each stretch that ends at a
         ``planned`` frame had agreeing ends (the evidence that ``scale`` follows)."""
         ends = sorted(self._answers)
         first = self._batches[0][0]  # frames before it are decided already
-        agreed: list[bool] = []
+        agreed: list[tuple[int, bool]] = []
         stretches = []  # (p, q, where to start): stretches that need a look inside
         for p, q in itertools.pairwise(ends):
             if q - p < 2:
                 continue
             ends_agree = self._score(self._answers[p], self._answers[q]) >= self.target
             if q in planned:
-                agreed.append(ends_agree)
+                agreed.append((q, ends_agree))
             if q - max(p + 1, first) >= 1:
                 stretches.append((p, q, max(p + 1, first), ends_agree))
         # a stretch whose ends disagree is cut in as many parts as there are workers to
@@ -273,10 +301,25 @@ class TargetReuse:
             if ends_agree:
                 row = self._excursion(p, q, first=start)
                 rows = [] if row is None else [row]
+            elif (p, q) in self._left or self._leave(p, q):
+                rows = []
             else:
                 rows = _cut(self._looks, p, q, first=start, parts=cuts + 1)
             more += [r for r in rows if r not in self._tried and r not in more]
         return more, agreed
+
+    def _leave(self, p: int, q: int) -> bool:
+        """Whether to leave the stretch between disagreeing ``p`` and ``q`` as it is (its
+        frames share the nearer end's answer): when the errors it may cost, at most its
+        frames times the ends' disagreement, are few against a call, and fit in the share
+        of the error budget left for such stretches so far."""
+        cost = (q - p - 1) * (1 - self._score(self._answers[p], self._answers[q]))
+        allowed = LEAVE * (1 - self.target) * self._seen
+        if cost > PRICE or self._spent + cost > allowed:
+            return False
+        self._left[(p, q)] = cost
+        self._spent += cost
+        return True
 
     def _excursion(self, p: int, q: int, *, first: int) -> int | None:
         """The frame between agreeing ends ``p`` and ``q`` that looks least like either, if
@@ -355,6 +398,7 @@ class TargetReuse:
             del self._looks[e]
         self._tried = {e for e in self._tried if e >= decided}
         self._strays = {k: v for k, v in self._strays.items() if k[1] >= decided}
+        self._left = {k: v for k, v in self._left.items() if k[1] >= decided}
 
     def _floor(self) -> float:
         """The least share of shared frames to compute so that answers that go wrong even
@@ -396,8 +440,11 @@ class TargetReuse:
         self._weighted += weight * score
         self._weight_sq += weight * weight
 
-    def _rescale(self, factor: float) -> None:
-        self.scale = min(MAX_SPAN / SPAN, max(1 / (2 * SPAN), self.scale * factor))
+    def _rescale(self, factor: float, *, moved: bool = False) -> None:
+        if moved:
+            self.moved = min(MAX_SPAN / SPAN, max(1 / (2 * SPAN), self.moved * factor))
+        else:
+            self.scale = min(MAX_SPAN / SPAN, max(1 / (2 * SPAN), self.scale * factor))
 
     # -- figures --------------------------------------------------------------------------
 
