@@ -9,6 +9,7 @@ Example:
 """
 
 import importlib as _importlib
+import warnings as _warnings
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
@@ -28,10 +29,10 @@ from .errors import (
 
 if _TYPE_CHECKING:
     from .analysis import Analysis, analyze
-    from .engine.dag import TaskGraph
+    from .chunked import render_chunked, run_chunked
     from .engine.report import RunReport, StageReport
-    from .engine.runner import Progress
-    from .frames import Batch, FramePool, FrameSpec
+    from .engine.watch import Progress
+    from .frames import FrameSpec
     from .io.base import Chunk, Sink, Source
     from .io.images import ImageSequenceSink, ImageSequenceSource
     from .io.results import ResultsSink
@@ -46,12 +47,9 @@ if _TYPE_CHECKING:
 _LAZY = {
     "Analysis": ".analysis",
     "analyze": ".analysis",
-    "TaskGraph": ".engine.dag",
     "RunReport": ".engine.report",
     "StageReport": ".engine.report",
-    "Progress": ".engine.runner",
-    "Batch": ".frames",
-    "FramePool": ".frames",
+    "Progress": ".engine.watch",
     "FrameSpec": ".frames",
     "Chunk": ".io.base",
     "Sink": ".io.base",
@@ -64,11 +62,26 @@ _LAZY = {
     "Pipeline": ".pipeline",
     "FrameStore": ".store",
     "StoreSink": ".store",
+    "run_chunked": ".chunked",
+    "render_chunked": ".chunked",
 }
+
+#: Internals that 0.2 exported and no public call takes or returns; still found here, with
+#: a warning, until 0.4.
+_MOVED = {"Batch": ".frames", "FramePool": ".frames", "TaskGraph": ".engine.dag"}
 
 
 def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
+    if module is None and name in _MOVED:
+        where = f"hyperframes{_MOVED[name]}"
+        _warnings.warn(
+            f"hyperframes.{name} is internal and leaves the package root in 0.4; "
+            f"import it from {where}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_importlib.import_module(_MOVED[name], __name__), name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(_importlib.import_module(module, __name__), name)
@@ -82,12 +95,10 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Analysis",
-    "Batch",
     "Chunk",
     "CorruptFrame",
     "CycleError",
     "FrameError",
-    "FramePool",
     "FrameSpec",
     "FrameStore",
     "FramesFailed",
@@ -107,9 +118,10 @@ __all__ = [
     "StoreCorrupt",
     "StoreError",
     "StoreSink",
-    "TaskGraph",
     "VideoSink",
     "VideoSource",
     "__version__",
     "analyze",
+    "render_chunked",
+    "run_chunked",
 ]

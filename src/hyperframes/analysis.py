@@ -25,7 +25,7 @@ import numpy as np
 
 from ._estimate import SamplePlan, SizeSampler, plan_samples
 from .engine.report import RunReport
-from .engine.runner import Monitor, ProgressFn
+from .engine.watch import Monitor, ProgressFn
 from .executors import Executor
 from .frames import FrameSpec
 from .hyper.grouping import GroupingOptions

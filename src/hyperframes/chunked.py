@@ -53,8 +53,8 @@ import numpy as np
 
 from ._identity import code_identity, segment_ok
 from .engine.report import RunReport
-from .engine.runner import Monitor, Progress, ProgressFn
 from .engine.sizing import available_memory, default_budget
+from .engine.watch import Monitor, Progress, ProgressFn
 from .errors import HyperframesError
 from .executors.ray import RayExecutor, check_shippable, node_id
 from .frames import FrameSpec

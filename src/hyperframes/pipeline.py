@@ -27,8 +27,9 @@ import numpy as np
 
 from .engine.faults import FaultPolicy
 from .engine.report import RunReport
-from .engine.runner import Monitor, ProgressFn, Runner, exclusive
+from .engine.runner import Runner, exclusive
 from .engine.stage import Call, Stage, Strategy, on_frames
+from .engine.watch import Monitor, ProgressFn
 from .engine.window import HaloStream, WindowCall, check_window
 from .executors import Executor, get_executor
 from .frames import Batch, FrameSpec, check_batch_size
@@ -372,7 +373,7 @@ class Pipeline:
                 (pools in shared memory; functions must be importable) or ``"ray"``; or an
                 :class:`~hyperframes.executors.Executor`.
             monitor: watches the run live (metrics exporters, dashboards); see
-                :class:`~hyperframes.engine.runner.Monitor`.
+                :class:`~hyperframes.engine.watch.Monitor`.
             metrics_port: serve Prometheus metrics of the run on this port while it runs
                 (0 picks a free one); see ``hyperframes.metrics.prometheus``.
             metrics_host: the interface for ``metrics_port``; loopback unless you say so.

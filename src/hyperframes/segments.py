@@ -28,8 +28,8 @@ import av
 import numpy as np
 
 from ._identity import record_segment
-from .engine.report import RunReport, RunSnapshot, StageReport, StageSnapshot
-from .engine.runner import Progress, ProgressFn
+from .engine.report import RunReport, StageReport
+from .engine.watch import Progress, ProgressFn, RunSnapshot, StageSnapshot
 from .engine.window import HaloStream
 from .errors import MediaError
 from .frames import FrameSpec

@@ -15,14 +15,8 @@ import numpy as np
 import pytest
 
 from hyperframes import FrameSpec, Pipeline
-from hyperframes.engine.report import (
-    CacheTier,
-    RunReport,
-    RunSnapshot,
-    SnapshotFn,
-    SourceFigures,
-    StageQuality,
-)
+from hyperframes.engine.report import RunReport
+from hyperframes.engine.watch import CacheTier, RunSnapshot, SnapshotFn, SourceFigures, StageQuality
 from hyperframes.frames import Batch, FramePool
 from hyperframes.hyper.reuse import RECENT, ReuseStrategy
 from hyperframes.io.base import Chunk, Source

@@ -19,7 +19,7 @@ pytest.importorskip("uvicorn")
 
 from hyperframes import Pipeline
 from hyperframes.cli import view as view_cli
-from hyperframes.engine.report import (
+from hyperframes.engine.watch import (
     CacheTier,
     RunSnapshot,
     SourceFigures,

@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from hyperframes.cli import main
-from hyperframes.engine.report import RunSnapshot
+from hyperframes.engine.watch import RunSnapshot
 from hyperframes.metrics import _server
 from hyperframes.metrics.prometheus import PrometheusExporter
 

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperframes import CycleError, TaskGraph
+from hyperframes import CycleError
+from hyperframes.engine.dag import TaskGraph
 
 
 def test_siblings_run_together_after_their_dependency():

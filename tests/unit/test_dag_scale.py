@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from hyperframes import CycleError, TaskGraph
+from hyperframes import CycleError
+from hyperframes.engine.dag import TaskGraph
 
 
 def chain(n: int) -> TaskGraph:

@@ -15,7 +15,7 @@ import hyperframes
 ROOT = Path(hyperframes.__file__).parent
 
 FLOORS = {
-    "errors": 0, "_version": 0,
+    "errors": 0, "_version": 0, "_choices": 0,
     "frames": 1,
     "executors": 2, "io": 2, "models": 2,
     "engine": 3,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hyperframes.engine.report import RunSnapshot
+from hyperframes.engine.watch import RunSnapshot
 from hyperframes.metrics.hosts import allowed_hosts, host_allowed, is_loopback, split_host
 from hyperframes.metrics.prometheus import PrometheusExporter
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
-from hyperframes.engine.report import (
+from hyperframes.engine.watch import (
     CacheTier,
     PoolSnapshot,
     RunSnapshot,

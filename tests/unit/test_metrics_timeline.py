@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
-from hyperframes.engine.report import PoolSnapshot, RunSnapshot, StageSnapshot
+from hyperframes.engine.watch import PoolSnapshot, RunSnapshot, StageSnapshot
 from hyperframes.metrics.timeline import (
     PLOTS,
     Sample,

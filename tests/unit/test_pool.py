@@ -3,9 +3,9 @@ import threading
 import numpy as np
 import pytest
 
-from hyperframes import FramePool, FrameSpec, PoolExhausted
+from hyperframes import FrameSpec, PoolExhausted
 from hyperframes.errors import Cancelled
-from hyperframes.frames import check_batch_size
+from hyperframes.frames import FramePool, check_batch_size
 
 
 def make_pool(slots=3, batch_size=4):

@@ -1,6 +1,6 @@
 """The progress line: what it shows with and without a known total, and a chunked run's note."""
 
-from hyperframes.engine.runner import Progress
+from hyperframes.engine.watch import Progress
 from hyperframes.metrics.progress import render_line
 
 

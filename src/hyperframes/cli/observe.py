@@ -25,8 +25,7 @@ from .scale import add_executor_options, executor_for
 
 if TYPE_CHECKING:
     from .. import Pipeline, RunReport
-    from ..engine.report import SnapshotFn
-    from ..engine.runner import Monitor
+    from ..engine.watch import Monitor, SnapshotFn
     from ..metrics.prometheus import PrometheusExporter
 
 DEFAULT_HOST = "127.0.0.1"

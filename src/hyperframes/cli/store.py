@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._choices import INTRAS, Tier
 from ..errors import StoreCorrupt
 from .common import positive_int
 from .observe import add_long_options, observed_run, workers_of
@@ -53,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-len", type=positive_int, default=None, help="longest group")
     p.add_argument("--psnr", type=float, default=None, help="lossy: target PSNR in dB")
     p.add_argument(
-        "--intra", choices=("gradient", "webp", "ffv1"), default="gradient",
+        "--intra", choices=INTRAS, default="gradient",
         help="how frames stored whole are coded: gradient (fast) or webp (RGB stores: "
         "lossless WebP, 16-25%% smaller, 7-20x slower to pack) or ffv1 (stores of planes: "
         "FFV1 keyframes, 0.88-1.01x FFV1's size on moving video, a random frame 1.0-1.6x "
@@ -105,7 +106,7 @@ def run_pack(args: argparse.Namespace) -> int:
     from ..store.sink import plan_pack
     from ..store.writer import resume_point
 
-    tier = "lossless" if args.psnr is None else "psnr"
+    tier: Tier = "lossless" if args.psnr is None else "psnr"
     start, complete = resume_point(args.store) if args.resume else (0, False)
     pix_fmt = _pack_pix_fmt(args, resuming=args.resume and (start > 0 or complete))
     whole = VideoSource(args.input, size=args.size, pix_fmt=pix_fmt)

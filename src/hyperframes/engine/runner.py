@@ -24,9 +24,8 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -37,58 +36,26 @@ from ..io.base import Sink, Source
 from .channel import END, Channel
 from .faults import DeadLetters
 from .reorder import ReorderBuffer
-from .report import (
-    MeasuresQuality,
-    PoolSnapshot,
-    ReportsFigures,
-    RunReport,
-    RunSnapshot,
-    SnapshotFn,
-    SourceFigures,
-    StageQuality,
-    StageSnapshot,
-    StageStats,
-)
+from .report import RunReport, StageStats
 from .sizing import Plan, default_budget, parse_memory, plan_run, stage_pools
 from .stage import Stage
 from .stage_run import StageRun
+from .watch import (
+    MeasuresQuality,
+    Monitor,
+    PoolSnapshot,
+    Progress,
+    ProgressFn,
+    ReportsFigures,
+    RunSnapshot,
+    SourceFigures,
+    StageQuality,
+    StageSnapshot,
+)
 
 STOP_GRACE_S = 10.0
 """After a failure, how long to wait for threads still inside user code before giving up on
 them (they are daemon threads; their slots stay valid because the pool dies with them)."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What a progress callback is told after each batch reaches the sink (or, in a
-    chunked run, after each segment: ``note`` then says how many are done)."""
-
-    frames: int
-    total: int | None
-    elapsed_s: float
-    slowest_stage: str
-    note: str = ""
-
-    @property
-    def fps(self) -> float:
-        return self.frames / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-
-ProgressFn = Callable[[Progress], None]
-
-
-class Monitor(Protocol):
-    """Watches a run while it goes (a metrics exporter, a live page).
-
-    ``start`` is called in the caller's thread before any frame moves, with the run's
-    :meth:`Runner.snapshot` function (it returns a frozen :class:`~.report.RunSnapshot`),
-    which is cheap, thread-safe and may be called at any time from any thread until
-    ``stop``. ``stop`` gets the report, or ``None`` after a failure.
-    """
-
-    def start(self, snapshot: SnapshotFn) -> None: ...
-
-    def stop(self, report: RunReport | None) -> None: ...
 
 
 _BUSY_LOCK = threading.Lock()

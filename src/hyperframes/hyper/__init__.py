@@ -9,12 +9,12 @@ Example:
 
 from __future__ import annotations
 
+from .._choices import Tier
 from .codec import (
     BasePosition,
     EncodedGroup,
     GroupInfo,
     Layout,
-    Tier,
     decode_frame,
     decode_group,
     encode_group,

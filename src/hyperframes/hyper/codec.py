@@ -72,6 +72,7 @@ from typing import Literal
 import numpy as np
 import zstandard as zstd
 
+from .._choices import INTRAS, TIERS, Intra, Tier
 from ..errors import FrameError
 from . import group_header
 from ._decode import decode_group_rows, decode_rows, each_band
@@ -81,9 +82,8 @@ from ._planes import decode_planar, encode_planar
 from .distance import check_finite, peak_of
 
 Layout = Literal["auto", "independent", "base", "chain"]
-Intra = Literal["gradient", "webp", "ffv1"]
+
 BasePosition = Literal["first", "middle"]
-Tier = Literal["lossless", "psnr", "keyframe"]
 
 
 @dataclass(frozen=True)
@@ -192,8 +192,8 @@ def encode_group(
     """
     arr = _as_group(frames)
     _check_options(tier, psnr, layout, base, level)
-    if intra not in ("gradient", "webp", "ffv1"):
-        raise ValueError(f"intra must be 'gradient', 'webp' or 'ffv1', got {intra!r}")
+    if intra not in INTRAS:
+        raise ValueError(f"intra must be one of {', '.join(INTRAS)}, got {intra!r}")
     n = arr.shape[0]
     if planes is not None and tier == "lossless":
         return _encode_planar(arr, planes, layout, level, intra, pix_fmt)
@@ -350,7 +350,7 @@ def _as_group(frames: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
 
 
 def _check_options(tier: str, psnr: float, layout: str, base: str, level: int) -> None:
-    if tier not in ("lossless", "psnr", "keyframe"):
+    if tier not in TIERS:
         raise ValueError(f"tier must be 'lossless', 'psnr' or 'keyframe', got {tier!r}")
     if layout not in ("auto", "independent", "base", "chain"):
         raise ValueError(f"layout must be auto, independent, base or chain, got {layout!r}")

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from .._choices import TIERS
 from ..errors import StoreCorrupt
 
 MAGIC = b"HFG\x01"
@@ -58,7 +59,6 @@ FRAME_DTYPES = frozenset(
 QUANT_DTYPES = frozenset({"|i1", "<i2", "<i4", "<i8"})
 KINDS = frozenset({"raw", "delta", "quant", "copy"})
 LAYOUTS = frozenset({"independent", "base", "chain", "auto", "keyframe", "anchors"})
-TIERS = frozenset({"lossless", "psnr", "keyframe"})
 
 
 @dataclass(frozen=True)

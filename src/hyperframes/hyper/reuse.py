@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.report import StageQuality
+from ..engine.watch import StageQuality
 from ..errors import StageError
 from ..frames import Batch
 from ._rows import RowComputer, assemble

@@ -1,4 +1,4 @@
-"""Several run monitors as one (see ``engine.runner.Monitor``).
+"""Several run monitors as one (see ``engine.watch.Monitor``).
 
 Example:
     >>> pipeline.run(monitor=Monitors([exporter, timeline]))  # doctest: +SKIP
@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..engine.report import RunReport, SnapshotFn
-    from ..engine.runner import Monitor
+    from ..engine.report import RunReport
+    from ..engine.watch import Monitor, SnapshotFn
 
 
 class Monitors:

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import TextIO
 
-from ..engine.runner import Progress
+from ..engine.watch import Progress
 
 WIDTH = 28
 

@@ -1,10 +1,10 @@
 """Serve a run's live figures to Prometheus, read from the run's snapshot at scrape time.
 
-:class:`PrometheusExporter` is a :class:`~hyperframes.engine.runner.Monitor`: ``start``
+:class:`PrometheusExporter` is a :class:`~hyperframes.engine.watch.Monitor`: ``start``
 opens an HTTP endpoint (``/metrics``, bound to 127.0.0.1 unless told otherwise) with a
 private registry, and ``stop`` shuts it down and joins its thread. Nothing is counted in
 the hot path: each scrape calls the run's ``snapshot()`` once (a typed
-:class:`~hyperframes.engine.report.RunSnapshot`) and turns it into metric families
+:class:`~hyperframes.engine.watch.RunSnapshot`) and turns it into metric families
 (:func:`metric_rows`, a pure function). A stage's measured PSNR and the cache tiers of
 the source's reads (a store's hot, warm and cold tiers) come typed in the snapshot and
 get metrics of their own; figures that stages add under ``extra`` flow through on their
@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from wsgiref.simple_server import make_server
 
-from ..engine.report import CacheTier, RunReport, RunSnapshot, SnapshotFn
+from ..engine.report import RunReport
+from ..engine.watch import CacheTier, RunSnapshot, SnapshotFn
 from ._server import QuietHandler, server_class
 from .hosts import allowed_hosts, host_allowed
 

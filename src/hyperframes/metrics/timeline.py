@@ -1,8 +1,8 @@
 """Sample a run's figures over time in a background thread, and plot them.
 
-:class:`Timeline` is a :class:`~hyperframes.engine.runner.Monitor`. Every
+:class:`Timeline` is a :class:`~hyperframes.engine.watch.Monitor`. Every
 ``interval_s`` it reads the run's ``snapshot()`` (a
-:class:`~hyperframes.engine.report.RunSnapshot`) and keeps a compact :class:`Sample`
+:class:`~hyperframes.engine.watch.RunSnapshot`) and keeps a compact :class:`Sample`
 (per stage: busy seconds, workers, queue depth; pool slots in use; reorder depth).
 Memory stays bounded at any run length: when ``max_samples`` are held, every other
 sample is dropped and the interval doubles (:func:`thin`), so the samples stay evenly
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.report import RunReport, RunSnapshot, SnapshotFn
+from ..engine.report import RunReport
+from ..engine.watch import RunSnapshot, SnapshotFn
 
 INSTALL = "pip install 'hyperframes-engine[plot]' (or pip install matplotlib)"
 PLOTS = ("stage_utilisation.png", "queue_depth.png")

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from .._choices import INTRAS, TIERS
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
 from ..io.layouts import NATIVE, TAGS, Layout, layout_for, tags_in
@@ -53,8 +54,6 @@ MAX_FRAMES = 1 << 40
 MAX_FRAME_BYTES = 1 << 31
 MAX_RECORD_BYTES = 1 << 40
 DTYPES = frozenset({"|u1", "<u2", "<u4", "<u8", "|i1", "<i2", "<i4", "<i8", "<f2", "<f4", "<f8"})
-TIERS = frozenset({"lossless", "psnr", "keyframe"})
-INTRA = frozenset({"gradient", "webp", "ffv1"})
 
 _ENTRY_MAGIC = b"HGT1"
 _ENTRY_HEAD = struct.Struct("<4sQIQQ")  # magic, first frame, count, record length, record hash
@@ -283,7 +282,7 @@ def parse_header(raw: bytes | None) -> StoreHeader:
     if not isinstance(codec, dict) or set(codec) - {"intra"} != {"tier", "psnr", "level"}:
         raise StoreCorrupt("header: codec must be {tier, psnr, level, intra}")
     intra = codec.get("intra", "gradient")  # stores packed before 0.2 have no "intra"
-    if intra not in INTRA:
+    if intra not in INTRAS:
         raise StoreCorrupt(f"header: unknown codec intra {intra!r}")
     if codec["tier"] not in TIERS:
         raise StoreCorrupt(f"header: unknown codec tier {codec['tier']!r}")

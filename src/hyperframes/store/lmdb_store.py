@@ -40,7 +40,7 @@ from typing import Any, Literal
 import lmdb
 import numpy as np
 
-from ..engine.report import CacheTier
+from ..engine.watch import CacheTier
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec, describe_shape
 from ..hyper import decode_frame, decode_group

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._choices import Intra, Tier
 from ..engine.sizing import auto_batch
 from ..errors import StoreError
 from ..frames import FrameSpec
@@ -116,10 +117,10 @@ class StoreSink(Sink):
         self,
         path: str | os.PathLike[str],
         *,
-        tier: str = "lossless",
+        tier: Tier = "lossless",
         psnr: float | None = None,
         level: int = 3,
-        intra: str = "gradient",
+        intra: Intra = "gradient",
         grouping: dict[str, Any] | None = None,
         workers: int = 2,
         pending_bytes: int | None = None,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.report import SourceFigures
+from ..engine.watch import SourceFigures
 from ..errors import StoreError
 from ..io.base import Chunk, Source
 from .lmdb_store import FrameStore

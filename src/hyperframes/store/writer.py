@@ -31,11 +31,11 @@ from typing import Any, cast
 import lmdb
 import numpy as np
 
+from .._choices import INTRAS, TIERS, Intra, Tier
 from .._version import __version__
 from ..errors import StoreError
 from ..frames import FrameSpec
 from ..hyper import decode_group, encode_group
-from ..hyper.codec import Intra, Tier
 from ..io.fingerprint import with_fingerprint
 from ..io.publish import check_output, lock_exclusive
 from . import _env
@@ -93,22 +93,22 @@ class StoreWriter:
         spec: FrameSpec,
         info: dict[str, Any] | None = None,
         *,
-        tier: str = "lossless",
+        tier: Tier = "lossless",
         psnr: float | None = None,
         level: int = 3,
-        intra: str = "gradient",
+        intra: Intra = "gradient",
         grouping: dict[str, Any] | None = None,
         workers: int = 2,
         pending_bytes: int | None = None,
         resume: bool = False,
         overwrite: bool = False,
     ) -> None:
-        if tier not in fmt.TIERS:
-            raise ValueError(f"tier must be one of {sorted(fmt.TIERS)}, got {tier!r}")
+        if tier not in TIERS:
+            raise ValueError(f"tier must be one of {sorted(TIERS)}, got {tier!r}")
         if (tier == "psnr") != (psnr is not None):
             raise ValueError("pass psnr= exactly when tier='psnr' (e.g. tier='psnr', psnr=45)")
-        if intra not in fmt.INTRA:
-            raise ValueError(f"intra must be one of {sorted(fmt.INTRA)}, got {intra!r}")
+        if intra not in INTRAS:
+            raise ValueError(f"intra must be one of {', '.join(INTRAS)}, got {intra!r}")
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         if resume and overwrite:

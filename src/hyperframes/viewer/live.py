@@ -23,7 +23,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..engine.report import RunReport, RunSnapshot, SnapshotFn
+from ..engine.report import RunReport
+from ..engine.watch import RunSnapshot, SnapshotFn
 
 WINDOW_S = 5.0
 """Frames/s are measured over about this many recent seconds."""
@@ -73,7 +74,7 @@ def rates(history: Sequence[tuple[float, dict[str, int]]]) -> dict[str, float]:
 
 
 class LiveMonitor:
-    """A :class:`~hyperframes.engine.runner.Monitor` that keeps figures for the live page.
+    """A :class:`~hyperframes.engine.watch.Monitor` that keeps figures for the live page.
 
     Thread-safe: the run calls :meth:`start` and :meth:`stop`; the server calls
     :meth:`view` from its own threads. One monitor may watch several runs in turn.

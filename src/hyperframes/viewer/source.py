@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.runner import Monitor, ProgressFn
+from ..engine.watch import Monitor, ProgressFn
 from ..hyper.grouping import GroupingOptions
 from ..io.video import VideoSource
 from ..pipeline import Pipeline
