@@ -20,7 +20,8 @@ from hyperframes import FrameSpec
 from hyperframes.cli import main
 from hyperframes.errors import FrameError, MediaError
 from hyperframes.frames import describe_shape
-from hyperframes.io.video import VideoSource, cv_into
+from hyperframes.io.formats import cv_into
+from hyperframes.io.video import VideoSource
 from hyperframes.io.video_sink import VideoSink
 
 FIRST, SECOND = (320, 240), (256, 192)  # (width, height)

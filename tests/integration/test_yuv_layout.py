@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from hyperframes.cli import main
-from hyperframes.io.video import VideoSource, i420_spec
+from hyperframes.io.formats import i420_spec
+from hyperframes.io.video import VideoSource
 from hyperframes.io.yuv import planes, resize_frame_into, resize_i420, resize_i420_into
 
 SIZES = [(480, 270), (64, 48), (62, 34), (6, 2), (1280, 720), (250, 142)]

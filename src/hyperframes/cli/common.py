@@ -130,6 +130,24 @@ def worker_count(text: str) -> int:
     return value
 
 
+MAX_SIDE = 16384
+"""The longest side ``--size`` takes: FFmpeg refuses larger frames, after the pools exist."""
+
+
+def frame_size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must be WxH like 1280x720, got {text!r}") from None
+    if width < 1 or height < 1:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    if max(width, height) > MAX_SIDE:
+        raise argparse.ArgumentTypeError(
+            f"size must be at most {MAX_SIDE} pixels a side (FFmpeg's limit), got {text!r}"
+        )
+    return width, height
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

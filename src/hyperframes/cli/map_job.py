@@ -8,10 +8,9 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from .common import add_function_options, check_function_options, positive_int
+from .common import add_function_options, check_function_options, frame_size, positive_int
 from .observe import add_long_options, workers_of
 from .scale import add_chunk_options
-from .video import frame_size
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import UsageError, emit_report, positive_float, positive_int
+from .common import UsageError, emit_report, frame_size, positive_float, positive_int
 from .observe import add_long_options, observed, workers_of
 from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
-from .video import add_encoder_options, encoder_options, frame_size, sink_for
+from .video import add_encoder_options, encoder_options, sink_for
 
 if TYPE_CHECKING:
     from .. import RunReport

@@ -18,9 +18,8 @@ from typing import Any
 
 from .._choices import INTRAS, Tier
 from ..errors import StoreCorrupt
-from .common import positive_int
+from .common import frame_size, positive_int
 from .observe import add_long_options, observed_run, workers_of
-from .video import frame_size
 
 __all__ = ["is_store", "register", "store_info"]
 

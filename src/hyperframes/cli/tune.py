@@ -1,10 +1,10 @@
 """``hyperframes tune IN``: a short sweep of batch size x workers on the first frames of IN.
 
 Every setting decodes the first ``--frames`` frames of the input, runs the ``--stage``
-functions and encodes to a temporary file, ``--repeats`` times, the rounds interleaved
-so that a change in machine load hits every setting alike. The answer is stable by rule
-(:data:`RULE`): settings within the noise of the best median count as equal, and the
-smallest wins. Settings whose pools would pass ``--memory`` are not run and say so.
+functions and encodes to a temporary file, ``--repeats`` times, rounds interleaved so a
+change in machine load hits every setting alike. By rule (:data:`RULE`), settings within
+the noise of the best median count as equal and the smallest wins; settings whose pools
+would pass ``--memory`` are not run and say so.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import memory_size, positive_int
-from .video import frame_size, resize_stage
+from .common import frame_size, memory_size, positive_int
+from .video import resize_stage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 
 RULE = (
     "median frames/s of the repeats (rounds interleaved); settings within max(tolerance, "
-    "measured noise) of the best median count as equal, and among them the fewest workers, "
-    "then the smallest batch, wins"
+    "measured noise) of the best median are equal: the fewest workers, then batch, wins"
 )
 MAX_TOLERANCE = 0.2
 
@@ -177,7 +176,8 @@ def bound_stage(report: RunReport, *, encoding: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import FramePool, Pipeline, VideoSink, VideoSource
+    from .. import Pipeline, VideoSink, VideoSource
+    from ..frames import FramePool
 
     functions = [(spec, stage_function(spec)) for spec in args.stage]
     probe = VideoSource(args.input, stop=args.frames)

@@ -16,6 +16,7 @@ from .common import (
     add_function_options,
     check_function_options,
     emit_report,
+    frame_size,
     positive_int,
 )
 from .observe import add_long_options, observed, observed_run, workers_of
@@ -25,11 +26,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .. import RunReport
-    from ..io.video import PixFmt
+    from ..io.formats import PixFmt
     from ..io.video_sink import VideoSink
-
-MAX_SIDE = 16384
-"""The longest side ``--size`` takes: FFmpeg refuses larger frames, after the pools exist."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -77,20 +75,6 @@ def add_encoder_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None, help="encoder speed preset, e.g. veryfast")
     p.add_argument("--pix-fmt", default=None, help="encoded pixel format, e.g. yuv420p")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-
-
-def frame_size(text: str) -> tuple[int, int]:
-    try:
-        width, height = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"size must be WxH like 1280x720, got {text!r}") from None
-    if width < 1 or height < 1:
-        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
-    if max(width, height) > MAX_SIDE:
-        raise argparse.ArgumentTypeError(
-            f"size must be at most {MAX_SIDE} pixels a side (FFmpeg's limit), got {text!r}"
-        )
-    return width, height
 
 
 def encoder_options(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:

@@ -38,8 +38,8 @@ import numpy as np
 from ..errors import CorruptFrame, FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Chunk, Sink, Source
+from .formats import CHANNELS, OnCorrupt, PixFmt, check_frames, frame_format
 from .publish import fsync_path, host_name, owner_of, publish_files, running, store_folder_of
-from .video import CHANNELS, OnCorrupt, PixFmt, check_frames, frame_format
 
 #: Extensions a folder source picks up.
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"})

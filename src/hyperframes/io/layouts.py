@@ -4,7 +4,7 @@ A frame of a planar layout (``yuv420p``, ``yuv422p``, ``yuv444p`` and their full
 ``yuvj`` twins, ``gray``, and the 10-bit ``...10le`` forms) is held as one array: the
 planes' samples one plane after another (Y, then U, then V), ``uint8`` or (10-bit)
 ``uint16``, shaped ``(rows, width)`` when the samples fill whole rows of ``width`` (for
-``yuv420p`` at an even size this is exactly :func:`~hyperframes.io.video.i420_spec`'s
+``yuv420p`` at an even size this is exactly :func:`~hyperframes.io.formats.i420_spec`'s
 layout) and flat otherwise. :meth:`Layout.planes` cuts such an array into plane views.
 
 :func:`to_rgb` converts one such frame to ``rgb24`` exactly as

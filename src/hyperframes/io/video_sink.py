@@ -27,9 +27,9 @@ import numpy as np
 from ..errors import FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Sink
+from .formats import CHANNELS, check_frames, frame_format, i420_spec
 from .layouts import NATIVE, Layout, encodable_twin, layout_for, tags_in
 from .publish import check_output, publish, temp_beside
-from .video import CHANNELS, check_frames, frame_format, i420_spec
 
 ENCODERS = ("libx264", "libx265", "ffv1", "libvpx-vp9", "mpeg4")
 _CRF_CODECS = frozenset({"libx264", "libx265", "libvpx-vp9"})

@@ -1,4 +1,4 @@
-"""Work on yuv420p frames directly (the layout of :func:`~hyperframes.io.video.i420_spec`).
+"""Work on yuv420p frames directly (the layout of :func:`~hyperframes.io.formats.i420_spec`).
 
 Decoders produce yuv420p and most encoders take it, so a job that only resizes can skip
 both colour conversions, which cost more than decoding itself on 720p H.264.
