@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 RULE = (
     "median frames/s of the repeats (rounds interleaved); settings within max(tolerance, "
-    "measured noise) of the best median are equal: the fewest workers, then batch, wins"
+    "measured noise) of the best median are equal; fewest workers, then smallest batch, wins"
 )
 MAX_TOLERANCE = 0.2
 
