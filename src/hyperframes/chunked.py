@@ -263,11 +263,14 @@ def _run(
             _wait_all(ray, refs, plan, folder, watch)
         join(parts, [offset(a) for a, _ in plan], target)
         report = watch.report(str(target), halo, cluster_cpus, cpus_per_segment)
-    except KeyboardInterrupt as stop:  # say what a rerun keeps
+    except BaseException as stop:  # say what a rerun keeps
         kept = len(plan) - len(todo) + len(watch.done)
         again = "rerun with resume=True" if local else "rerun the same command"
         told = f"{kept} of {len(plan)} segments kept in {str(folder)!r}: {again} to continue"
-        stop.kept = told  # type: ignore[attr-defined]  # the command line prints it
+        if isinstance(stop, KeyboardInterrupt):
+            stop.kept = told  # type: ignore[attr-defined]  # the command line prints it
+        elif local and kept:  # (on Ray, the failed segment's error says it)
+            stop.add_note(told)
         raise
     finally:
         if monitor is not None:

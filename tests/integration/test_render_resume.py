@@ -140,3 +140,22 @@ def test_segments_of_a_local_run():
     assert local_segments(1_999) == 1
     assert local_segments(2_000) == 2
     assert local_segments(10_000_000) == 200
+
+
+def test_a_failing_segment_says_what_is_kept(tmp_path):
+    """A render whose function fails in the second segment keeps the first and says so."""
+    (tmp_path / "breaks.py").write_text(
+        PAINTER + "\n_frame = frame\n\ndef frame(i):\n"
+        "    if i == 1500:\n        raise ValueError('frame 1500 is cursed')\n"
+        "    return _frame(i)\n"
+    )
+    env = os.environ | {"PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "-m", "hyperframes", "render", "breaks:frame", "out.mkv",
+               "--frames", str(FRAMES), "--size", "64x48", "--codec", "ffv1"]  # fmt: skip
+    got = subprocess.run(command, cwd=tmp_path, env=env, text=True, capture_output=True)
+    assert got.returncode == 1
+    line = got.stderr.strip()
+    assert len(line.splitlines()) == 1, line
+    assert "frame 1500 is cursed" in line
+    assert "1 of 3 segments kept in" in line and "rerun with --resume to continue" in line
+    assert not (tmp_path / "out.mkv").exists()
