@@ -197,8 +197,8 @@ class TargetReuse:
         self._verified(pending)
         with self._lock:
             for q, ends_agree in agreed:
-                # a frame planned for moving past reach teaches reach: whether motion
-                # changes the answers (as often yes as no);
+                # a frame planned for moving past reach teaches reach: how often motion
+                # changes the answers;
                 if q in self._by_motion:
                     self._rescale(GROW if ends_agree else self._shrink_moved, moved=True)
                 # and span, as one planned for its age: growing only while the samples
@@ -399,6 +399,7 @@ class TargetReuse:
         self._tried = {e for e in self._tried if e >= decided}
         self._strays = {k: v for k, v in self._strays.items() if k[1] >= decided}
         self._left = {k: v for k, v in self._left.items() if k[1] >= decided}
+        self._by_motion = {e for e in self._by_motion if e >= decided}
 
     def _floor(self) -> float:
         """The least share of shared frames to compute so that answers that go wrong even
