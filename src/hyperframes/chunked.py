@@ -71,12 +71,15 @@ from .segments import (
     auto_segments,
     halo_of,
     join,
-    local_segments,
     plan_segments,
     prepare,
     process_segment,
     video_frames,
 )  # fmt: skip
+
+LOCAL_SEGMENT_FRAMES, MAX_LOCAL_SEGMENTS = 1_000, 200
+"""Frames of a segment of a local run, and the most segments (:func:`local_segments`)."""
+
 
 # -- the run --------------------------------------------------------------------------------
 
@@ -164,7 +167,7 @@ def render_chunked(
             one after another on this machine, each with ``workers`` workers, a run of
             ``resume=False`` refuses to reuse what an interrupted run kept (it says so);
             ``segments``: how many (default: from the cluster's CPUs, locally one per
-            :data:`~.segments.LOCAL_SEGMENT_FRAMES`);
+            :data:`LOCAL_SEGMENT_FRAMES`);
             ``cpus_per_segment``: CPUs each task reserves and uses (default 1);
             ``batch_size``: frames per batch inside a segment;
             ``memory``: each segment's budget for its pools (default: its share of the
@@ -239,7 +242,8 @@ def _run(
     facts |= {"build": code_identity(build), "halo": list(halo), "sink": sink}
     folder = Path(work_dir) if work_dir else target.with_name(f".{target.name}.segments")
     folder = folder.resolve()  # the tasks' working folders are not the driver's
-    plan = prepare(folder, facts, plan_segments(*span, wanted, cuts), fixed=bool(segments))
+    cut = plan_segments(*span, wanted, cuts)
+    plan = prepare(folder, facts, cut, fixed=bool(segments), strict=local and resume)
     parts = [folder / f"segment-{k:05d}{target.suffix}" for k in range(len(plan))]
     todo = [k for k, part in enumerate(parts) if not segment_ok(part)]
     if todo and len(todo) < len(plan) and not resume:
@@ -278,6 +282,18 @@ def _run(
     if not keep_segments:
         shutil.rmtree(folder, ignore_errors=True)
     return report
+
+
+def local_segments(frames: int) -> int:
+    """How many segments a local run of ``frames`` frames is cut into: about one per
+    :data:`LOCAL_SEGMENT_FRAMES`, at most :data:`MAX_LOCAL_SEGMENTS` (an interrupted run
+    loses at most one segment's work).
+
+    Example:
+        >>> local_segments(1_500), local_segments(20_000), local_segments(1_000_000)
+        (1, 20, 200)
+    """
+    return max(1, min(MAX_LOCAL_SEGMENTS, frames // LOCAL_SEGMENT_FRAMES))
 
 
 def _run_here(

@@ -31,7 +31,7 @@ from ._identity import record_segment
 from .engine.report import RunReport, StageReport
 from .engine.watch import Progress, ProgressFn, RunSnapshot, StageSnapshot
 from .engine.window import HaloStream
-from .errors import MediaError
+from .errors import HyperframesError, MediaError
 from .frames import FrameSpec
 from .io.base import Sink
 from .io.frame_table import scan
@@ -47,9 +47,6 @@ Build = Callable[[Pipeline], Pipeline]
 MIN_SEGMENT_FRAMES, SEGMENTS_PER_CPU = 240, 2
 """The automatic plan on a cluster: segments of at least ten seconds at 24 fps, and
 about two per CPU of the cluster (:func:`auto_segments`)."""
-
-LOCAL_SEGMENT_FRAMES, MAX_LOCAL_SEGMENTS = 1_000, 200
-"""Frames of a segment of a local run, and the most segments (:func:`local_segments`)."""
 
 
 # -- jobs: what one segment task makes its pipeline from ------------------------------------
@@ -239,23 +236,17 @@ def _segment_sink(part: str, sink_options: dict[str, Any], cpus: int) -> VideoSi
 # -- keeping and joining --------------------------------------------------------------------
 
 
-def local_segments(frames: int) -> int:
-    """How many segments a local run of ``frames`` frames is cut into: about one per
-    :data:`LOCAL_SEGMENT_FRAMES`, at most :data:`MAX_LOCAL_SEGMENTS` (an interrupted run
-    loses at most one segment's work).
-
-    Example:
-        >>> local_segments(1_500), local_segments(20_000), local_segments(1_000_000)
-        (1, 20, 200)
-    """
-    return max(1, min(MAX_LOCAL_SEGMENTS, frames // LOCAL_SEGMENT_FRAMES))
-
-
 def prepare(
-    folder: Path, facts: dict[str, Any], plan: list[tuple[int, int]], *, fixed: bool
-) -> list[tuple[int, int]]:
+    folder: Path, facts: dict[str, Any], plan: list[tuple[int, int]], *, fixed: bool,
+    strict: bool = False,
+) -> list[tuple[int, int]]:  # fmt: skip
     """The segments to make: the folder's own plan when it holds the same job (and no
-    number of segments was asked for), else ``plan`` in an emptied folder."""
+    number of segments was asked for), else ``plan`` in an emptied folder.
+
+    Raises:
+        HyperframesError: ``strict`` (a resume was asked for) and the folder holds finished
+            segments of another job, which an emptied folder would lose.
+    """
     path = folder / "manifest.json"
     if folder.exists():
         try:
@@ -265,6 +256,13 @@ def prepare(
         kept = [tuple(s) for s in manifest.get("segments", [])]
         if manifest.get("job") == facts and kept and (not fixed or len(kept) == len(plan)):
             return [(int(a), int(b)) for a, b in kept]
+        if strict and any(folder.glob("segment-*.json")):
+            raise HyperframesError(
+                f"the segments kept in {str(folder)!r} were made by another job (the "
+                "function's code, the frames, size, rate or encoder options differ), so "
+                "there is nothing to resume; rerun without resume=True to start over "
+                "(it removes them)"
+            )
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_output(

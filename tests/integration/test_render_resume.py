@@ -23,8 +23,7 @@ import numpy as np
 import pytest
 
 from hyperframes import FrameSpec, Pipeline
-from hyperframes.chunked import render_chunked
-from hyperframes.segments import local_segments
+from hyperframes.chunked import local_segments, render_chunked
 
 PAINTER = """
 import time
@@ -159,3 +158,23 @@ def test_a_failing_segment_says_what_is_kept(tmp_path):
     assert "frame 1500 is cursed" in line
     assert "1 of 3 segments kept in" in line and "rerun with --resume to continue" in line
     assert not (tmp_path / "out.mkv").exists()
+
+
+def test_resume_refuses_segments_of_another_job(tmp_path):
+    """Segments kept by a render of another function are not resumed into this one: the
+    rerun with --resume says so and keeps them; without --resume it starts over."""
+    interrupt_after_first_segment(tmp_path, signal.SIGINT)
+    (tmp_path / "painter.py").write_text(PAINTER.replace("i % 256", "(i + 1) % 256"))
+    env = os.environ | {"PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "-m", "hyperframes", "render", "painter:frame", "out.mkv",
+               "--frames", str(FRAMES), "--size", "64x48", "--codec", "ffv1"]  # fmt: skip
+    got = subprocess.run([*command, "--resume"], cwd=tmp_path, env=env, text=True,
+                         capture_output=True)  # fmt: skip
+    assert got.returncode == 1
+    assert "were made by another job" in got.stderr, got.stderr
+    assert "rerun without --resume to start over" in got.stderr, got.stderr
+    assert (tmp_path / ".out.mkv.segments" / "segment-00000.mkv.json").exists()
+    fresh = subprocess.run(command, cwd=tmp_path, env=env, text=True, capture_output=True)
+    assert fresh.returncode == 0, fresh.stderr
+    first = frames_of(tmp_path / "out.mkv")[0]
+    assert first[0, 0, 0] == 1  # the new function's frame 0

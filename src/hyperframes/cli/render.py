@@ -38,8 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_render(args: argparse.Namespace) -> int:
     from .. import FrameSpec, Pipeline
+    from ..chunked import LOCAL_SEGMENT_FRAMES
     from ..models import load
-    from ..segments import LOCAL_SEGMENT_FRAMES
 
     fn = load(args.function)
     if args.chunks is not None:
