@@ -30,14 +30,14 @@ from .engine.report import RunReport
 from .engine.runner import Runner, exclusive
 from .engine.stage import Call, Stage, Strategy, on_frames
 from .engine.watch import Monitor, ProgressFn
-from .engine.window import HaloStream, WindowCall, check_window
+from .engine.window import HaloStream, WindowCall, check_window, halo_footprint
 from .executors import Executor, get_executor
 from .frames import Batch, FrameSpec, check_batch_size
 from .hyper.agree import agreement
 from .hyper.reuse import ReuseStrategy, mse_bound
 from .hyper.target import TargetReuse, check_target, held
 from .io.arrays import ArraySource, IndexSource, IterableSource, check_frame
-from .io.base import Sink, Source
+from .io.base import Footprint, Sink, Source
 from .io.callbacks import CallbackSink, CollectSink, NullSink
 from .io.handoff import Batches
 from .models import PerWorker
@@ -214,12 +214,13 @@ class Pipeline:
             stages.append(
                 Stage(
                     f"{label}:halo",
-                    make_stream=lambda size: HaloStream(before, after, batch_size=size),
+                    make_stream=lambda size: HaloStream(before, after),
+                    keeps=halo_footprint(before, after),
                 )
             )
             call = WindowCall(before, after)
         make_strategy: Callable[[], Strategy] | None = None
-        split, holds = 1, 0
+        split, keeps = 1, None
         if reuse == "base":
             bound = mse_bound(reuse_psnr=reuse_psnr, reuse_mse=reuse_mse)
             split, workers = workers, 1  # one thread keeps order; `split` compute at once
@@ -238,7 +239,7 @@ class Pipeline:
             make_strategy = partial(
                 TargetReuse, target, compare, stage=label, split=split, frames_out=into is None
             )
-            holds = held(split)
+            keeps = Footprint(label, held_batches=held(split))
 
         stages.append(
             Stage(
@@ -253,7 +254,7 @@ class Pipeline:
                 faults=faults,
                 make_strategy=make_strategy,
                 split=split,
-                holds=holds,
+                keeps=keeps,
             )
         )
         return dataclasses.replace(self, stages=(*self.stages, *stages))
@@ -274,7 +275,7 @@ class Pipeline:
         defaults of :class:`~hyperframes.hyper.grouping.GroupingOptions`.
         """
         from .hyper.grouping import GroupingOptions
-        from .hyper.tagging import GroupTagger
+        from .hyper.tagging import GroupTagger, grouping_footprint
 
         defaults = GroupingOptions()
         options = GroupingOptions(
@@ -287,6 +288,7 @@ class Pipeline:
         stage = Stage(
             self._unique("group"),
             make_stream=lambda size: GroupTagger(options, batch_size=size),
+            keeps=grouping_footprint(max_len=options.max_len, min_len=options.min_len),
             facts={"grouping": options.recorded()},
         )
         return dataclasses.replace(self, stages=(*self.stages, stage))

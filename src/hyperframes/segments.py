@@ -30,7 +30,6 @@ import numpy as np
 from ._identity import record_segment
 from .engine.report import RunReport, StageReport
 from .engine.watch import Progress, ProgressFn, RunSnapshot, StageSnapshot
-from .engine.window import HaloStream
 from .errors import HyperframesError, MediaError
 from .frames import FrameSpec
 from .io.base import Sink
@@ -161,15 +160,13 @@ def halo_of(build: Build | None, pipeline: Pipeline) -> tuple[int, int]:
         return 0, 0
     before = after = 0
     for stage in build(pipeline).stages:
-        if stage.make_stream is None:
-            continue
-        stream = stage.make_stream(1)  # any batch size: only the window is read
-        if not isinstance(stream, HaloStream):
+        footprint = stage.footprint()
+        if footprint.stateful:
             raise ValueError(
                 f"stage {stage.name!r} keeps state across frames, so a segment cannot be "
                 "processed on its own; chunked runs take map stages (windowed or not) only"
             )
-        before, after = before + stream.before, after + stream.after
+        before, after = before + footprint.halo[0], after + footprint.halo[1]
     return before, after
 
 

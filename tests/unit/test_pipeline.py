@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from hyperframes import FrameError, FrameSpec, Pipeline, PoolExhausted, StageError
 from hyperframes.engine.runner import Runner
-from hyperframes.engine.sizing import plan_run
+from hyperframes.engine.plan import Footprint, plan_run
 from hyperframes.frames import check_pool_memory
 from hyperframes.io.callbacks import CollectSink
 
@@ -227,7 +227,7 @@ def test_keyboard_interrupt_stops_cleanly():
 
 
 def test_default_slots_and_memory_guard():
-    assert plan_run(FrameSpec((8, 8, 3)), workers=5, budget=1 << 30).slots == 8
+    assert plan_run(FrameSpec((8, 8, 3)), [Footprint("map", workers=5)], budget=1 << 30).slots == 8
     psutil = pytest.importorskip("psutil")
     physical = psutil.virtual_memory().total  # the machine's memory, read independently
     check_pool_memory(2**20, what="small")

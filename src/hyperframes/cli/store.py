@@ -115,9 +115,10 @@ def run_pack(args: argparse.Namespace) -> int:
     defaults = GroupingOptions()
     threshold = _first(args.threshold, packed.get("threshold"), defaults.threshold)
     min_len = _first(args.min_len, packed.get("min_len"), defaults.min_len)
+    budget = args.memory or default_budget()
     plan = plan_pack(
-        whole.spec, args.memory or default_budget(), min_len=min_len,
-        max_len=_first(args.max_len, packed.get("max_len"), None), batch_size=args.batch_size,
+        whole.spec, budget, min_len=min_len, batch_size=args.batch_size,
+        max_len=_first(args.max_len, packed.get("max_len"), None), workers=workers_of(args),
     )  # fmt: skip
     options = GroupingOptions(threshold=threshold, min_len=min_len, max_len=plan.max_len)
     grouping = {"threshold": threshold, "min_len": min_len, "max_len": plan.max_len}
@@ -133,14 +134,14 @@ def run_pack(args: argparse.Namespace) -> int:
     source = VideoSource(args.input, start=start, size=args.size, pix_fmt=pix_fmt)
     sink = StoreSink(  # records the grouping the .group() stage below uses
         args.store, tier=tier, psnr=args.psnr, intra=args.intra, workers=workers_of(args),
-        pending_bytes=plan.pending_bytes, resume=args.resume, overwrite=args.overwrite,
+        resume=args.resume, overwrite=args.overwrite,
     )  # fmt: skip
     pipeline = (
         Pipeline.from_source(source, batch_size=args.batch_size)
         .group(threshold=options.threshold, min_len=options.min_len, max_len=options.max_len)
         .to(sink)
     )
-    report, _ = observed_run(args, pipeline, "pack", memory=plan.pools)
+    report, _ = observed_run(args, pipeline, "pack", memory=budget)  # max_len fits it
     return _print_pack(args, report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
 
 

@@ -35,9 +35,10 @@ from ..frames import Batch, FramePool, FrameSpec, check_pool_memory
 from ..io.base import Sink, Source
 from .channel import END, Channel
 from .faults import DeadLetters
+from .plan import Plan, PoolPlan, least_budget, plan_run
 from .reorder import ReorderBuffer
 from .report import RunReport, StageStats
-from .sizing import Plan, default_budget, parse_memory, plan_run, stage_pools
+from .sizing import default_budget, parse_memory
 from .stage import Stage
 from .stage_run import StageRun
 from .watch import (
@@ -118,9 +119,10 @@ class Runner:
         try:
             self.plan = self._plan(source, batch_size, slots, memory)
             self.slots = self.plan.slots
-            self._budget_left = self.plan.budget - self.plan.pool_bytes
+            self._budget_left = self.plan.left
             self._budget_lock = threading.Lock()
-            self.pool = self._start_stages(source)
+            self.pool = self._start_stages()
+            sink.grant(self.plan.sink_bytes)
         except BaseException:
             self.executor.close()  # stages may have started workers already
             raise
@@ -147,57 +149,68 @@ class Runner:
     def _plan(
         self, source: Source, batch_size: int | None, slots: int | None, memory: int | str | None
     ) -> Plan:
-        """The batch size, slots and budget of this run (see :func:`sizing.plan_run`): the
-        source's pool and the pools of stages that declare other frames, all together."""
-        workers = sum(s.workers for s in self.stages)
+        """This run's plan (see :func:`.plan.plan_run`): the footprints of its stages and
+        its sink, the input's length and the budget. Without ``memory=`` the budget is the
+        machine's default, or what the run needs at least where that is more (an explicit
+        batch size or a grouping's ``max_len`` wins over the default), within what the
+        machine has."""
+        footprints = [stage.footprint() for stage in self.stages]
+        facts: dict[str, Any] = {}
+        for stage in self.stages:
+            facts.update(stage.facts or {})
+        sink = self.sink.footprint(self._declared_spec(), facts)
         length = source.length if isinstance(source.length, int) else None
-        pools = stage_pools(source.spec, [stage.spec for stage in self.stages])
-
-        def held(size: int) -> int:
-            return sum(stage.held(size) for stage in self.stages)
-
         if memory is not None:
             budget = parse_memory(memory)
         else:
             budget = default_budget()
-            if batch_size is not None:  # an explicit batch size wins over the default budget
-                need = slots if slots is not None else workers + 3 + held(batch_size)
-                explicit = sum(
-                    FramePool.bytes_needed(spec, batch_size, need) for spec in [source.spec, *pools]
-                )
+            least = least_budget(
+                source.spec, footprints, sink=sink, length=length, batch_size=batch_size,
+                slots=slots,
+            )  # fmt: skip
+            if least > budget:
+                size = batch_size or 1
                 check_pool_memory(
-                    explicit,
-                    what=f"a pool of {need} slots x {batch_size} frames of "
-                    f"{source.spec.describe()}",
-                )
-                budget = max(budget, explicit)
+                    least, what=f"this run's pools (batches of {size} frames of "
+                    f"{source.spec.describe()}) and what its sink holds",
+                )  # fmt: skip
+                budget = least
         return plan_run(
-            source.spec, workers=workers, budget=budget, held=held, length=length,
-            batch_size=batch_size, slots=slots, stage_specs=pools,
+            source.spec, footprints, budget=budget, sink=sink, length=length,
+            batch_size=batch_size, slots=slots,
         )  # fmt: skip
 
-    def _start_stages(self, source: Source) -> FramePool:
-        """Start every stage under the executor and allocate the source's pool."""
+    def _start_stages(self) -> FramePool:
+        """Start every stage under the executor, with the pools the plan gave each (the
+        stages that declare other frames); return the source's pool."""
         plan = self.plan
-        self.runs = [
-            stage.start(
-                self.executor,
-                batch_size=plan.batch_size,
-                allocate=self._allocate,
-                stopped=self.stopped,
+        self.runs = []
+        for stage in self.stages:
+            planned = plan.pool_of(stage.name)
+            self.runs.append(
+                stage.start(
+                    self.executor,
+                    batch_size=plan.batch_size,
+                    allocate=self._allocate,
+                    stopped=self.stopped,
+                    pool=None if planned is None else self._pool_for(planned),
+                )
             )
-            for stage in self.stages
-        ]
+        return self._pool_for(plan.pools[0])
+
+    def _pool_for(self, planned: PoolPlan) -> FramePool:
+        buffer = self.executor.allocate(planned.nbytes)
         return FramePool(
-            source.spec,
-            batch_size=plan.batch_size,
-            slots=plan.slots,
-            name="source",
-            buffer=self.executor.allocate(plan.pool_bytes),
+            planned.spec,
+            batch_size=planned.batch_size,
+            slots=planned.slots,
+            name=planned.name,
+            buffer=buffer,
         )
 
     def _allocate(self, nbytes: int, what: str) -> Any:
-        """A stage's output pool, counted against the run's memory budget.
+        """The pool of a stage that did not declare its frames, made when its first result
+        shows them, from what the plan left of the budget.
 
         Raises:
             MemoryError: the pool does not fit what the budget has left.
@@ -400,7 +413,7 @@ class Runner:
         for stage in reversed(self.stages):
             if stage.spec is not None and stage.into is None:
                 return stage.spec
-        return self.pool.spec
+        return self.source.spec
 
     def _sink_loop(self, start: float) -> int:
         stats, inbox = self.stats[-1], self.channels[-1]

@@ -1,20 +1,9 @@
-"""How much memory a run may use, and the batch size and slots that follow from it.
-
-A run has a memory budget in bytes. The frames' size decides the rest: the batch size
-is the largest power of two whose slot stays near :data:`TARGET_SLOT_BYTES` (larger
-batches stop helping once a slot outgrows the caches and the set-up it amortises) and
-whose pool of ``slots`` slots fits the budget; the slots are what the line needs (one
-per worker plus three), and no more than the batches the input can fill.
-
-Everything here is a pure function of its arguments: no threads, no allocation.
+"""How much memory a run may use: its budget in bytes, from what the user says or the
+machine has (``engine.plan`` divides it among the pools and the sink).
 
 Example:
-    >>> plan = plan_run(FrameSpec((2160, 3840, 3)), workers=2, budget=1 << 30)
-    >>> plan.batch_size, plan.slots
-    (1, 5)
-    >>> plan = plan_run(FrameSpec((720, 1280, 3)), workers=2, budget=1 << 30, length=10)
-    >>> plan.batch_size, plan.slots
-    (4, 4)
+    >>> parse_memory("512MiB")
+    536870912
 """
 
 from __future__ import annotations
@@ -22,11 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-
-from ..frames import FrameSpec, check_batch_size
 
 TARGET_SLOT_BYTES = 16 << 20
 """The bytes of one slot the automatic batch size aims under (see ``benchmarks/sizing.py``)."""
@@ -109,131 +94,7 @@ def default_budget(available: int | None = None) -> int:
     return max(1 << 20, min(DEFAULT_BUDGET_CAP, int(available * AVAILABLE_SHARE)))
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What a run allocates, and why.
-
-    Attributes:
-        batch_size: frames per batch.
-        slots: slots of each pool.
-        pool_bytes: bytes of the source's pool.
-        stage_bytes: bytes of the stages' own pools whose frames are known before the run
-            (declared ``spec=``), counted against the budget with the source's.
-        budget: the run's memory budget in bytes (pools of every stage together).
-        why: one line saying how the batch size was chosen.
-    """
-
-    batch_size: int
-    slots: int
-    pool_bytes: int
-    budget: int
-    why: str
-    stage_bytes: int = 0
-
-
-def auto_batch(spec: FrameSpec) -> int:
-    """The batch size :func:`plan_run` starts from for frames of ``spec`` (before the budget
-    and the input's length may lower it)."""
-    return _pow2_floor(max(1, TARGET_SLOT_BYTES // max(1, spec.nbytes)), MAX_AUTO_BATCH)
-
-
-def plan_run(
-    spec: FrameSpec,
-    *,
-    workers: int,
-    budget: int,
-    held: Callable[[int], int] = lambda batch_size: 0,
-    length: int | None = None,
-    batch_size: int | None = None,
-    slots: int | None = None,
-    stage_specs: Sequence[FrameSpec] = (),
-) -> Plan:
-    """The batch size and slots of a run over frames of ``spec``.
-
-    Every pool has the same slots and batch size: the source's, and one for each stage
-    that changes the frames (``stage_specs``), so the plan picks the largest batch whose
-    pools fit the budget together, and a run never fails mid-way for a pool it planned.
-
-    Args:
-        spec: the source's frames.
-        workers: the stage workers of the line (each may hold a batch).
-        budget: bytes the pools may take together.
-        held: the batches ordered stages may hold back, for a batch size.
-        length: the input's frames, if known: no more slots than batches (plus the
-            source's last read), and no batch larger than the input.
-        batch_size: an explicit batch size, which wins over the automatic one.
-        slots: an explicit slot count (at least ``held + 1``).
-        stage_specs: the frames of the stages' own pools (see :func:`stage_pools`).
-
-    Raises:
-        ValueError: ``slots`` too few for the batches ordered stages hold.
-        MemoryError: ``budget`` cannot hold the slots of even one frame each, or an
-            explicit ``batch_size`` does not fit it.
-    """
-    source = max(1, spec.nbytes)
-    frame = source + sum(s.nbytes for s in stage_specs)  # a frame in every pool
-    if batch_size is not None:
-        sizes = [check_batch_size(batch_size)]
-        why = "set by the caller"
-    else:
-        top = auto_batch(spec)
-        if length is not None and length > 0:
-            top = min(top, _pow2_ceil(length))
-        sizes = [1 << k for k in range(top.bit_length() - 1, -1, -1)]
-        why = f"the largest power of two with a slot under {_mib(TARGET_SLOT_BYTES)}"
-    for size in sizes:
-        hold = held(size)
-        if slots is not None and slots < hold + 1:
-            raise ValueError(
-                f"slots must be at least {hold + 1} here (ordered stages hold up to {hold} "
-                f"batches), got {slots}; leave slots= unset for the default"
-            )
-        need = slots if slots is not None else workers + 3 + hold
-        if length is not None and length > 0:
-            need = max(hold + 1, min(need, math.ceil(length / size) + 1))
-        pool = frame * size * need
-        if pool <= budget:
-            if size != sizes[0]:
-                why = f"the largest power of two whose {need} slots fit the budget"
-            return Plan(size, need, source * size * need, budget, why, pool - source * size * need)
-    what = f"{need} slots of {size} frame{'s' if size > 1 else ''} of {spec.describe()}"
-    if stage_specs:
-        what += f" (and {len(stage_specs)} stage pool{'s' if len(stage_specs) > 1 else ''} of "
-        what += ", ".join(s.describe() for s in stage_specs) + ")"
-    if hold:
-        what += f", {hold} of them held back by ordered stages (a grouping's max_len, a window)"
-    fix = (
-        "pass a smaller batch_size= or a larger memory="
-        if batch_size is not None
-        else "pass a larger memory=, use fewer workers, or downscale the frames"
-    )
-    raise MemoryError(
-        f"the memory budget of {_mib(budget)} cannot hold {what} ({_mib(pool)}); {fix} "
-        f"(it needs at least memory='{_mib(pool).replace(' ', '')}')"
-    )
-
-
-def stage_pools(source: FrameSpec, specs: Sequence[FrameSpec | None]) -> list[FrameSpec]:
-    """The frames of the stages' own pools, from the source's and each stage's declared
-    output (``None``: not declared, taken as unchanged): a stage needs a pool of its own
-    where its frames differ from those it gets."""
-    pools, current = [], source
-    for spec in specs:
-        if spec is not None and spec != current:
-            pools.append(spec)
-            current = spec
-    return pools
-
-
-def _pow2_floor(value: int, cap: int) -> int:
-    return min(cap, 1 << (max(1, int(value)).bit_length() - 1))
-
-
-def _pow2_ceil(value: int) -> int:
-    return 1 << max(0, int(value - 1).bit_length())
-
-
-def _mib(nbytes: int) -> str:
+def mib(nbytes: int) -> str:
     """``nbytes`` for a person, rounded up: ``"1.5 GiB"``, ``"300 MiB"``, ``"512 bytes"``."""
     if nbytes >= 1 << 30:
         return f"{math.ceil(nbytes / (1 << 30) * 10) / 10:g} GiB"

@@ -16,6 +16,7 @@ reuse of results inside a hyperframe (``engine.reuse``), neighbour frames
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import StageError
 from ..executors import Executor, ThreadExecutor
-from ..frames import Batch, FrameSpec
+from ..frames import Batch, FramePool, FrameSpec
+from ..io.base import Footprint
 from .faults import FaultPolicy
 
 if TYPE_CHECKING:
@@ -49,11 +51,9 @@ def on_frames(fn: Callable[..., Any], batch: Batch) -> Any:
 class Stream(Protocol):
     """An ordered, stateful stage that may hold batches back (to look ahead).
 
-    ``holds`` is the most batches it keeps at once; the runner adds that many slots to the
-    pool so the held batches can never starve the source.
+    Its stage declares what it holds back (``Stage.keeps``); the plan adds that many slots
+    to the pools so the held batches can never starve the source.
     """
-
-    holds: int
 
     def push(self, batch: Batch) -> list[Batch]:
         """Take the next batch in order; return the batches now ready to go on, in order."""
@@ -67,10 +67,9 @@ class Stream(Protocol):
 class Strategy(Protocol):
     """Decides which frames of a batch to compute and fills in the rest (e.g. reuse).
 
-    It may hold up to ``holds`` batches back, to decide them knowing the frames after.
+    It may hold batches back, to decide them knowing the frames after (as many as its
+    stage declares in ``Stage.keeps``).
     """
-
-    holds: int
 
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         """Take the next batch in order; return the batches now decided, in order, each
@@ -107,8 +106,10 @@ class Stage:
             run (then ``fn`` is not used and the stage is ordered).
         make_strategy: makes the per-run state of a compute strategy such as reuse.
         split: calls of ``fn`` the strategy may make at once on parts of one batch.
-        holds: batches the strategy may hold back at once (the pool gets as many more
-            slots).
+        keeps: what its stream or strategy holds back (frames, batches), the frames around
+            each frame it reads, and whether it keeps state across frames, as the kind of
+            stream declares it (the plan gives the pools room for what it holds); ``None``:
+            nothing.
         facts: what the stage tells the sink about the frames (merged into the ``info``
             the sink opens with), e.g. the grouping options a grouping stage used.
     """
@@ -125,7 +126,7 @@ class Stage:
     make_stream: Callable[[int], Stream] | None = None
     make_strategy: Callable[[], Strategy] | None = None
     split: int = 1
-    holds: int = 0
+    keeps: Footprint | None = None
     facts: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -145,9 +146,10 @@ class Stage:
         elif self.queue < 1:
             raise ValueError(f"queue must be at least 1, got {self.queue}")
 
-    def held(self, batch_size: int) -> int:
-        """The batches this stage may hold back at once with batches of ``batch_size``."""
-        return self.holds if self.make_stream is None else self.make_stream(batch_size).holds
+    def footprint(self) -> Footprint:
+        """What this stage takes of a run's memory, as data (see ``engine.plan``)."""
+        keeps = self.keeps or Footprint(self.name)
+        return dataclasses.replace(keeps, name=self.name, workers=self.workers, spec=self.spec)
 
     def start(
         self,
@@ -156,13 +158,15 @@ class Stage:
         batch_size: int = 1,
         allocate: Callable[[int, str], Any] | None = None,
         stopped: threading.Event | None = None,
+        pool: FramePool | None = None,
     ) -> StageRun:
-        """This stage's state for one run under ``executor``: fresh, with no output pool yet.
+        """This stage's state for one run under ``executor``: fresh.
 
-        ``allocate(nbytes, what)`` makes the block of the run's output pool for this stage,
-        if it needs one (the run counts it against its memory budget); by default the
-        executor's ``allocate``. ``stopped`` is set when the run fails: a retry waiting
-        out its back-off stops waiting.
+        ``pool`` is the output pool the run's plan made for it (a stage that declares other
+        frames); else ``allocate(nbytes, what)`` makes the block of its output pool when
+        its first result shows other frames (the run counts it against what its budget
+        has left); by default the executor's ``allocate``. ``stopped`` is set when the run
+        fails: a retry waiting out its back-off stops waiting.
         """
         from .stage_run import StageRun
 
@@ -177,4 +181,5 @@ class Stage:
             strategy=None if self.make_strategy is None else self.make_strategy(),
             allocate=allocate or (lambda nbytes, what: executor.allocate(nbytes)),
             stopped=stopped or threading.Event(),
+            pool=pool,
         )

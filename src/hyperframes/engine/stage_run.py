@@ -3,7 +3,8 @@
 A :class:`~hyperframes.engine.stage.Stage` is a frozen description; :meth:`Stage.start`
 makes a :class:`StageRun` for one run, which the runner owns and drops at the end. It
 holds the stream or strategy of that run, the function as the run's executor runs it,
-and the stage's output pool once a result of another shape needs one.
+and the stage's output pool: the one the run's plan made where the stage declares its
+frames, else one made when a result of another shape needs it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class StageRun:
         strategy: Strategy | None,
         allocate: Callable[[int, str], Any],
         stopped: threading.Event,
+        pool: FramePool | None = None,
     ) -> None:
         self.stage = stage
         self.stopped = stopped
@@ -41,7 +43,7 @@ class StageRun:
         self.strategy = strategy
         self._run_fn = run_fn
         self._allocate = allocate
-        self._out_pool: FramePool | None = None
+        self._out_pool = pool  # planned, or made from the first result that needs one
         self._lock = threading.Lock()
 
     def finish(self) -> None:

@@ -16,7 +16,6 @@ per window.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..frames import Batch
+from ..io.base import Footprint
 
 
 def check_window(window: tuple[int, int]) -> tuple[int, int]:
@@ -36,12 +36,16 @@ def check_window(window: tuple[int, int]) -> tuple[int, int]:
     return before, after
 
 
+def halo_footprint(before: int, after: int) -> Footprint:
+    """What the halo stage holds: the batches until ``after`` frames have come, and one."""
+    return Footprint("halo", held_frames=after, held_batches=1, halo=(before, after))
+
+
 class HaloStream:
     """Attaches the halo to each batch, in order (an ``engine.stage.Stream``)."""
 
-    def __init__(self, before: int, after: int, *, batch_size: int) -> None:
+    def __init__(self, before: int, after: int) -> None:
         self.before, self.after = before, after
-        self.holds = math.ceil(after / batch_size) + 1
         self._tail: np.ndarray | None = None  # the last `before` frames seen
         self._held: deque[Batch] = deque()
 

@@ -145,8 +145,6 @@ class ReuseStrategy:
             window = self._recent.maxlen or count
         return StageQuality.of_mse(mean, samples=count, window=window)
 
-    holds = 0  # decides each batch as it comes
-
     def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         return []
 

@@ -22,8 +22,16 @@ from typing import Any
 import numpy as np
 
 from ..frames import Batch
+from ..io.base import Footprint
 from .distance import check_finite, frame_mse, peak_of
 from .grouping import Grouper, GroupingOptions, Span
+
+
+def grouping_footprint(*, max_len: int, min_len: int) -> Footprint:
+    """What the grouping stage holds: a frame's group is final only once the grouper closes
+    it, up to ``max_len + min_len`` frames later (and two batches besides); it keeps state
+    across frames, so part of the input cannot be grouped alone."""
+    return Footprint("group", held_frames=max_len + min_len, held_batches=2, stateful=True)
 
 
 class GroupTagger:
@@ -38,7 +46,8 @@ class GroupTagger:
             rule=options.rule,
             distance=options.distance,
         )
-        self.holds = math.ceil((options.max_len + options.min_len) / batch_size) + 2
+        footprint = grouping_footprint(max_len=options.max_len, min_len=options.min_len)
+        self.holds = footprint.held(batch_size)
         self._held: deque[tuple[int, Batch]] = deque()  # (stream position of frame 0, batch)
         self._seen = 0
         self._tagged = 0

@@ -148,7 +148,6 @@ class TargetReuse:
         self._planned: list[int] = []  # frames planned, to compute in the next round
         self._fresh = 0  # batches gathered since the last round
         self._window = 0  # the first frame of those batches
-        self.holds = held(split)
         self._sampled_to = 0  # frames before it have had their chance to be sampled
         self._left: dict[tuple[int, int], float] = {}  # disagreeing stretches left as they are
         self._spent = 0.0  # the errors they are estimated to cost

@@ -1,4 +1,5 @@
-"""The two small interfaces every input and output implements.
+"""The two small interfaces every input and output implements, and what a part of a run
+takes of its memory (:class:`Footprint`, which the run's plan reads).
 
 A :class:`Source` fills pool slots with frames, in order; a :class:`Sink`
 takes frames in order. The engine calls them from one thread each, so
@@ -20,6 +21,7 @@ Example (a source of ``n`` black frames)::
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -109,11 +111,58 @@ class Source(ABC):
         self.close()
 
 
+@dataclass(frozen=True)
+class Footprint:
+    """What one stage or the sink takes of a run's memory, as data.
+
+    Attributes:
+        name: the stage's (or sink's) name, for messages.
+        workers: batches the stage works on at once.
+        spec: the frames the stage writes, when it declares them (``None``: the frames it
+            gets, or not known before its first result).
+        held_frames: frames the stage may hold back (a grouping's ``max_len + min_len``,
+            a window's frames after): ``ceil(held_frames / batch_size)`` batches.
+        held_batches: batches it holds back besides, whatever their size.
+        halo: frames before and after each frame that the stage reads (a window).
+        stateful: it keeps state across frames, so part of the input cannot be run alone.
+        least: bytes outside the pools without which it cannot run (a sink's buffers).
+        wants: bytes outside the pools it can use well (at least ``least``).
+    """
+
+    name: str
+    workers: int = 1
+    spec: FrameSpec | None = None
+    held_frames: int = 0
+    held_batches: int = 0
+    halo: tuple[int, int] = (0, 0)
+    stateful: bool = False
+    least: int = 0
+    wants: int = 0
+
+    def held(self, batch_size: int) -> int:
+        """The batches of ``batch_size`` frames this stage may hold back at once."""
+        return math.ceil(self.held_frames / batch_size) + self.held_batches
+
+
+NOTHING = Footprint("sink")
+"""The footprint of a sink that holds nothing outside the pools."""
+
+
 class Sink(ABC):
     """Takes frames in input order; commits on success and leaves nothing behind on failure."""
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Called once with the spec of the frames it will receive and the source's info."""
+
+    def footprint(self, spec: FrameSpec, facts: dict[str, Any]) -> Footprint:
+        """What it holds outside the run's pools (a buffer, work queued), for frames of
+        ``spec`` and what the stages tell it (``facts``, as :meth:`open` gets them in
+        ``info``): the run's plan counts it in the budget. Nothing by default."""
+        return NOTHING
+
+    def grant(self, nbytes: int) -> None:  # noqa: B027 - optional hook
+        """Called before :meth:`open` with what the run's plan lets it hold outside the
+        pools: at least its footprint's ``least``, at most its ``wants``."""
 
     def for_run(self) -> Sink:
         """The sink one run writes: ``self`` (the default; one run at a time), or a fresh

@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 
 from .._choices import Intra, Tier
-from ..engine.sizing import auto_batch
+from ..engine.plan import Plan, auto_batch, least_budget, plan_run
 from ..errors import StoreError
 from ..frames import FrameSpec
 from ..hyper.grouping import DEFAULT_MAX_LEN
-from ..io.base import Sink
+from ..hyper.tagging import grouping_footprint
+from ..io.base import Footprint, Sink
 from .writer import StoreWriter
 
 ENCODING_COST = 3
@@ -37,17 +38,24 @@ encoder's working memory; ``encode_group`` of 11 4K frames peaked at 1.9x the gr
 
 @dataclass(frozen=True)
 class PackPlan:
-    """How a pack divides its memory budget (see :func:`plan_pack`).
-
-    Attributes:
-        max_len: the longest hyperframe.
-        pools: the budget for the run's frame pools (``Pipeline.run(memory=)``).
-        pending_bytes: what the writer may hold of groups being encoded.
-    """
+    """A pack's longest hyperframe and the plan of its run (see :func:`plan_pack`)."""
 
     max_len: int
-    pools: int
-    pending_bytes: int
+    run: Plan
+
+
+def store_footprint(
+    spec: FrameSpec, max_len: int, *, workers: int, pending_bytes: int | None = None
+) -> Footprint:
+    """What a :class:`StoreSink` holds outside the run's pools: the group it is filling
+    (``max_len`` frames) and the groups being encoded, each :data:`ENCODING_COST` times its
+    frames; at least one group, and up to ``2 * workers`` (or ``pending_bytes`` of them)."""
+    group = max(1, max_len) * spec.nbytes
+    if pending_bytes is not None:
+        least = group + ENCODING_COST * max(group, pending_bytes)
+        return Footprint("store", least=least, wants=least)
+    least = group + ENCODING_COST * group
+    return Footprint("store", least=least, wants=group + ENCODING_COST * 2 * workers * group)
 
 
 def plan_pack(
@@ -57,37 +65,44 @@ def plan_pack(
     min_len: int,
     max_len: int | None = None,
     batch_size: int | None = None,
+    workers: int = 2,
+    length: int | None = None,
 ) -> PackPlan:
-    """Fit a pack into ``budget`` bytes: the pools, the sink's group buffer and the groups
-    queued for encoding all hold whole frames, so the longest hyperframe follows the bytes.
-
-    The grouping stage holds up to ``max_len + min_len`` frames (plus a few batches) in
-    the pool, the sink copies the group it is filling, and the writer holds at least one
-    group while it is encoded, with the encoder's working memory (measured: about twice
-    the group's bytes): about ``5 * max_len`` frames in all. Without ``max_len`` the
-    default (60) is lowered until they fit: a 1 GiB budget gives 60 at 720p, 33 at
-    1080p and 6 at 4K. The interpreter and the decoder (about 0.3 GB at 4K) are not in
-    the budget.
+    """The longest hyperframe a pack of frames of ``spec`` can hold in ``budget`` bytes, and
+    its run's plan: the same plan the run makes (``engine.plan``), with the grouping stage's
+    held frames and the sink's group buffer and encoding queue in it, so the longest
+    hyperframe follows the frames' bytes. Without ``max_len`` the default (60) is lowered
+    until they fit at the automatic batch size (or ``batch_size``): a 1 GiB budget gives
+    60 at 720p, 31 at 1080p and 7 at 4K. The interpreter and the decoder (about 0.3 GB at
+    4K) are not in the budget.
 
     Raises:
         MemoryError: the budget cannot hold groups of ``max_len`` (or of ``min_len``).
     """
-    frame = max(1, spec.nbytes)
     batch = batch_size or auto_batch(spec)
-    fixed = min_len + 7 * batch  # held batches' slack, the workers', source's and sink's
-    fits = (budget // frame - fixed) // (2 + ENCODING_COST)
-    longest = min(DEFAULT_MAX_LEN, fits) if max_len is None else max_len
-    if longest < max(1, min_len) or longest > fits:
-        need = ((2 + ENCODING_COST) * max(longest, min_len, 1) + fixed) * frame
-        raise MemoryError(
-            f"a memory budget of {budget >> 20} MiB cannot pack hyperframes of "
-            f"{max(longest, min_len)} frames of {spec.describe()}; pass memory= of at least "
-            f"{-(-need >> 20)}MiB or a smaller max_len="
-        )
-    buffer = longest * frame
-    pools = (longest + fixed) * frame
-    pending = max(buffer, (budget - pools - buffer) // ENCODING_COST)
-    return PackPlan(longest, budget - buffer - ENCODING_COST * pending, pending)
+    if length is not None and length > 0:
+        batch = min(batch, 1 << max(0, (length - 1).bit_length()))
+    lengths = [max_len] if max_len is not None else range(DEFAULT_MAX_LEN, max(1, min_len) - 1, -1)
+    for longest in lengths:
+        if longest < max(1, min_len):
+            break
+        grouping = grouping_footprint(max_len=longest, min_len=min_len)
+        sink = store_footprint(spec, longest, workers=workers)
+        try:
+            plan = plan_run(spec, [grouping], budget=budget, sink=sink, batch_size=batch,
+                            length=length)  # fmt: skip
+        except MemoryError:
+            continue
+        return PackPlan(longest, plan)
+    longest = max(max_len or 0, min_len, 1)
+    grouping = grouping_footprint(max_len=longest, min_len=min_len)
+    sink = store_footprint(spec, longest, workers=workers)
+    need = least_budget(spec, [grouping], sink=sink, batch_size=1, length=length)
+    raise MemoryError(
+        f"a memory budget of {budget >> 20} MiB cannot pack hyperframes of {longest} frames "
+        f"of {spec.describe()}; pass memory= of at least {-(-need >> 20)}MiB or a smaller "
+        "max_len="
+    )
 
 
 class StoreSink(Sink):
@@ -103,8 +118,9 @@ class StoreSink(Sink):
         grouping: the grouping options to record; by default those the ``.group()``
             stage before the sink uses (what is recorded is checked on resume).
         workers: encoding threads.
-        pending_bytes: the most bytes of frames the writer holds while groups are encoded
-            (see :func:`plan_pack`); by default up to ``2 * workers`` groups.
+        pending_bytes: the most bytes of frames the writer holds while groups are encoded;
+            by default what the run's plan grants the sink (see :func:`store_footprint`):
+            up to ``2 * workers`` groups, fewer where the memory budget is tight.
         resume: continue a partial store; the source must start at its first missing frame.
         overwrite: replace an existing store.
 
@@ -133,11 +149,24 @@ class StoreSink(Sink):
             pending_bytes=pending_bytes, resume=resume, overwrite=overwrite,
         )  # fmt: skip
         self._writer: StoreWriter | None = None
+        self._granted: int | None = None
         self._buffer: np.ndarray | None = None
         self._pts: np.ndarray | None = None
         self._filled = 0
         self._tag: int | None = None
         self._next = 0
+
+    def footprint(self, spec: FrameSpec, facts: dict[str, Any]) -> Footprint:
+        """The group it fills and the groups being encoded (see :func:`store_footprint`),
+        with the ``max_len`` of the ``.group()`` stage before it."""
+        grouping = facts.get("grouping") or self.options["grouping"] or {}
+        return store_footprint(
+            spec, int(grouping.get("max_len", DEFAULT_MAX_LEN)), workers=self.options["workers"],
+            pending_bytes=self.options["pending_bytes"],
+        )  # fmt: skip
+
+    def grant(self, nbytes: int) -> None:
+        self._granted = nbytes
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Start the writer; the grouping recorded is the one the ``.group()`` stage used
@@ -150,6 +179,10 @@ class StoreSink(Sink):
                 f"uses ({used}); leave grouping= out: the sink records what the stage uses"
             )
         grouping = used if used is not None else given
+        if options["pending_bytes"] is None and self._granted is not None:
+            # what the plan grants, less the group being filled, over the encoding's cost
+            group = int((grouping or {}).get("max_len", DEFAULT_MAX_LEN)) * spec.nbytes
+            options["pending_bytes"] = max(group, (self._granted - group) // ENCODING_COST)
         self._writer = StoreWriter(self.path, spec, info, grouping=grouping, **options)
         self._next = self._writer.frames
 
