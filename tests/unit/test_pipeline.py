@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hyperframes import FrameError, FrameSpec, Pipeline, PoolExhausted, StageError
-from hyperframes.engine.runner import Runner
 from hyperframes.engine.plan import Footprint, plan_run
+from hyperframes.engine.runner import Runner
 from hyperframes.frames import check_pool_memory
 from hyperframes.io.callbacks import CollectSink
 
