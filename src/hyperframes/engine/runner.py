@@ -21,37 +21,30 @@ join); split, it would be spread over files.
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from ..errors import Cancelled, FramesFailed, StageError
 from ..executors import Executor, ThreadExecutor
-from ..frames import Batch, FramePool, FrameSpec, check_pool_memory
+from ..frames import Batch, FramePool, FrameSpec
 from ..io.base import Sink, Source
 from .channel import END, Channel
 from .faults import DeadLetters
-from .plan import Plan, PoolPlan, least_budget, plan_run
+from .figures import calls_saved, run_report, run_snapshot, slowest
+from .memory import Pools, plan_for
 from .reorder import ReorderBuffer
 from .report import RunReport, StageStats
-from .sizing import default_budget, parse_memory
 from .stage import Stage
 from .stage_run import StageRun
 from .watch import (
-    MeasuresQuality,
     Monitor,
-    PoolSnapshot,
     Progress,
     ProgressFn,
-    ReportsFigures,
     RunSnapshot,
-    SourceFigures,
-    StageQuality,
-    StageSnapshot,
 )
 
 STOP_GRACE_S = 10.0
@@ -117,10 +110,12 @@ class Runner:
         self.sink = sink
         self.stopped = threading.Event()  # set at the first failure: wakes retry back-offs
         try:
-            self.plan = self._plan(source, batch_size, slots, memory)
+            self.plan = plan_for(
+                source, self.stages, sink, sink_spec=self._declared_spec(),
+                batch_size=batch_size, slots=slots, memory=memory,
+            )  # fmt: skip
             self.slots = self.plan.slots
-            self._budget_left = self.plan.left
-            self._budget_lock = threading.Lock()
+            self.memory = Pools(self.plan, self.executor)
             self.pool = self._start_stages()
             sink.grant(self.plan.sink_bytes)
         except BaseException:
@@ -128,9 +123,9 @@ class Runner:
             raise
         self.dead = DeadLetters(allow_failures)
         self.monitor = monitor
-        self._start = time.perf_counter()
-        self._delivered = 0
-        self._hol_wait = 0.0
+        self.started_at = time.perf_counter()
+        self.delivered = 0
+        self.hol_wait = 0.0
         self.slot_timeout = slot_timeout
         self.progress = progress
         self.channels = [Channel(s.queue or 1) for s in self.stages]
@@ -143,47 +138,13 @@ class Runner:
         self._error: BaseException | None = None
         self._error_lock = threading.Lock()
         self._alive = [s.workers for s in self.stages]
-        self._reorder: ReorderBuffer[Batch] = ReorderBuffer()
+        self.reorder: ReorderBuffer[Batch] = ReorderBuffer()
         self._sink_open = False
 
-    def _plan(
-        self, source: Source, batch_size: int | None, slots: int | None, memory: int | str | None
-    ) -> Plan:
-        """This run's plan (see :func:`.plan.plan_run`): the footprints of its stages and
-        its sink, the input's length and the budget. Without ``memory=`` the budget is the
-        machine's default, or what the run needs at least where that is more (an explicit
-        batch size or a grouping's ``max_len`` wins over the default), within what the
-        machine has."""
-        footprints = [stage.footprint() for stage in self.stages]
-        facts: dict[str, Any] = {}
-        for stage in self.stages:
-            facts.update(stage.facts or {})
-        sink = self.sink.footprint(self._declared_spec(), facts)
-        length = source.length if isinstance(source.length, int) else None
-        if memory is not None:
-            budget = parse_memory(memory)
-        else:
-            budget = default_budget()
-            least = least_budget(
-                source.spec, footprints, sink=sink, length=length, batch_size=batch_size,
-                slots=slots,
-            )  # fmt: skip
-            if least > budget:
-                size = batch_size or 1
-                check_pool_memory(
-                    least, what=f"this run's pools (batches of {size} frames of "
-                    f"{source.spec.describe()}) and what its sink holds",
-                )  # fmt: skip
-                budget = least
-        return plan_run(
-            source.spec, footprints, budget=budget, sink=sink, length=length,
-            batch_size=batch_size, slots=slots,
-        )  # fmt: skip
-
     def _start_stages(self) -> FramePool:
-        """Start every stage under the executor, with the pools the plan gave each (the
-        stages that declare other frames); return the source's pool."""
-        plan = self.plan
+        """Start every stage under the executor, with the pool the plan made for each stage
+        that declares other frames; return the source's pool."""
+        plan, pools = self.plan, self.memory
         self.runs = []
         for stage in self.stages:
             planned = plan.pool_of(stage.name)
@@ -191,40 +152,12 @@ class Runner:
                 stage.start(
                     self.executor,
                     batch_size=plan.batch_size,
-                    allocate=self._allocate,
+                    allocate=pools.allocate,
                     stopped=self.stopped,
-                    pool=None if planned is None else self._pool_for(planned),
+                    pool=None if planned is None else pools.make(planned),
                 )
             )
-        return self._pool_for(plan.pools[0])
-
-    def _pool_for(self, planned: PoolPlan) -> FramePool:
-        buffer = self.executor.allocate(planned.nbytes)
-        return FramePool(
-            planned.spec,
-            batch_size=planned.batch_size,
-            slots=planned.slots,
-            name=planned.name,
-            buffer=buffer,
-        )
-
-    def _allocate(self, nbytes: int, what: str) -> Any:
-        """The pool of a stage that did not declare its frames, made when its first result
-        shows them, from what the plan left of the budget.
-
-        Raises:
-            MemoryError: the pool does not fit what the budget has left.
-        """
-        with self._budget_lock:
-            if nbytes > self._budget_left:
-                raise MemoryError(
-                    f"{what} needs {nbytes / 2**20:.0f} MiB, but the run's memory budget of "
-                    f"{self.plan.budget / 2**20:.0f} MiB has {self._budget_left / 2**20:.0f} "
-                    "MiB left; pass a larger memory= or a smaller batch_size=, or declare the "
-                    "stage's spec= so the plan counts it before the run starts"
-                )
-            self._budget_left -= nbytes
-        return self.executor.allocate(nbytes)
+        return pools.make(plan.pools[0])
 
     # -- failure -------------------------------------------------------------------------
 
@@ -235,10 +168,10 @@ class Runner:
         self.stopped.set()
         for ch in self.channels:
             ch.cancel()
-        for pool in self._pools():
+        for pool in self.pools():
             pool.cancel()
 
-    def _pools(self) -> list[FramePool]:
+    def pools(self) -> list[FramePool]:
         return [self.pool] + [r.out_pool for r in self.runs if r.out_pool is not None]
 
     # -- threads -------------------------------------------------------------------------
@@ -330,7 +263,7 @@ class Runner:
                 )
                 for w in range(stage.workers)
             ]
-        start = self._start = time.perf_counter()
+        start = self.started_at = time.perf_counter()
         output: Any = None
         delivered = 0
         try:
@@ -359,7 +292,7 @@ class Runner:
                 self.monitor.stop(None)
             raise self._error
         wall = time.perf_counter() - self._called
-        report = self._report(delivered, wall, output, setup=start - self._called)
+        report = run_report(self, delivered, wall, output, setup=start - self._called)
         if self.monitor is not None:
             self.monitor.stop(report)
         return report
@@ -374,10 +307,10 @@ class Runner:
             except BaseException as exc:
                 exc.add_note(f"while stage {run.name!r} finished")
                 self._fail(exc)
-        for batch in self._reorder.drain():
+        for batch in self.reorder.drain():
             batch.release()
         if self._error is not None:
-            for pool in self._pools():
+            for pool in self.pools():
                 pool.release_all()
             if self._sink_open:
                 self._sink_open = False
@@ -421,14 +354,14 @@ class Runner:
         delivered = 0
         while True:
             t0 = time.perf_counter()
-            blocked = len(self._reorder) > 0  # batches wait for a missing one: head-of-line
+            blocked = len(self.reorder) > 0  # batches wait for a missing one: head-of-line
             item = inbox.get()
             if item is END:
                 break
             t1 = time.perf_counter()
             if blocked:
-                self._hol_wait += t1 - t0
-            for batch in self._reorder.push(item.seq, item):
+                self.hol_wait += t1 - t0
+            for batch in self.reorder.push(item.seq, item):
                 batch.hand_over("sink")
                 if not self._sink_open:
                     self._open_sink(batch.pool.spec)
@@ -440,148 +373,22 @@ class Runner:
                     raise
                 batch.release()
                 delivered += batch.count
-                self._delivered = delivered
+                self.delivered = delivered
                 if self.progress is not None:
                     elapsed = time.perf_counter() - start
-                    note = self._calls_saved()
-                    self.progress(Progress(delivered, total, elapsed, self._slowest(), note))
+                    note = calls_saved(self.runs)
+                    self.progress(Progress(delivered, total, elapsed, slowest(self.stats), note))
             stats.add(frames=item.count, busy=time.perf_counter() - t1, wait_in=t1 - t0)
-        if len(self._reorder):
-            raise RuntimeError(f"internal error: {len(self._reorder)} batches never came in order")
+        if len(self.reorder):
+            raise RuntimeError(f"internal error: {len(self.reorder)} batches never came in order")
         if not self._sink_open:  # no frames at all: the sink still opens and closes
             self._open_sink(self._declared_spec())
         return delivered
 
-    def _calls_saved(self) -> str:
-        """``"calls saved 47%"`` for a run with a stage that shares answers, else ``""``."""
-        for run in self.runs:
-            figures = run.summary() if run.stage.make_strategy is not None else None
-            if figures and "calls_saved" in figures:
-                return f"calls saved {figures['calls_saved']:.0%}"
-        return ""
-
-    def _slowest(self) -> str:
-        busiest = max(self.stats, key=lambda s: s.busy_s / max(s.workers, 1))
-        return busiest.name
-
-    def _extra(self) -> dict[str, Any]:
-        """Stages' own figures (grouping, reuse) and the executor's (where batches went)."""
-        extra = {r.name: figures for r in self.runs if (figures := r.summary()) is not None}
-        summary = getattr(self.executor, "summary", None)
-        figures = summary() if callable(summary) else None
-        if figures:
-            extra["executor"] = figures
-        for name, part in (("source", self.source), ("sink", self.sink)):
-            if notes := part.notes():
-                extra[name] = notes
-        return extra
-
-    def _report(self, frames: int, wall: float, output: Any, *, setup: float) -> RunReport:
-        for st, ch in zip(self.stats[1:], self.channels, strict=True):
-            st.queue_high_water = ch.high_water
-        pools = self._pools()
-        return RunReport(
-            frames=frames,
-            wall_s=round(wall, 6),
-            fps=round(frames / wall, 3) if wall > 0 else 0.0,
-            stages=tuple(s.summary() for s in self.stats),
-            pool_slots=self.slots,
-            pool_high_water_slots=sum(p.high_water for p in pools),
-            pool_high_water_bytes=sum(p.high_water * p.slot_nbytes for p in pools),
-            pool_bytes=sum(p.nbytes for p in pools),
-            reorder_high_water=self._reorder.high_water,
-            head_of_line_wait_s=round(self._hol_wait, 6),
-            batch_size=self.pool.batch_size,
-            setup_s=round(setup, 6),
-            memory_budget=self.plan.budget,
-            sizing=self.plan.why,
-            output=output,
-            failures=tuple(self.dead.snapshot()),
-            extra=self._extra(),
-        )
-
     def snapshot(self) -> RunSnapshot:
-        """The run's figures right now, for monitors: cheap, thread-safe, any time.
-
-        Besides the counters of every stage and pool it carries the error a stage measured
-        recently (``StageSnapshot.quality``, from a stream or strategy that
-        :class:`~.report.MeasuresQuality`, such as reuse) and what the source reports of
-        its reads (``source_figures``, from a source that :class:`~.report.ReportsFigures`,
-        such as a store's cache tiers).
-        """
-        depths = [0, *[len(ch) for ch in self.channels]]
-        capacities = [0, *[ch.capacity for ch in self.channels]]
-        quality = [None, *[_quality(run) for run in self.runs], None]
-        stages = []
-        for k, st in enumerate(self.stats):
-            row = st.summary()
-            stages.append(
-                StageSnapshot(
-                    name=row.name,
-                    workers=row.workers,
-                    frames=row.frames,
-                    batches=row.batches,
-                    busy_s=row.busy_s,
-                    wait_in_s=row.wait_in_s,
-                    wait_out_s=row.wait_out_s,
-                    queue_depth=depths[k],
-                    queue_capacity=capacities[k],
-                    quality=quality[k],
-                )
-            )
-        pools = tuple(
-            PoolSnapshot(p.name, p.slots, p.in_use, p.high_water, p.slot_nbytes)
-            for p in self._pools()
-        )
-        return RunSnapshot(
-            elapsed_s=time.perf_counter() - self._start,
-            frames=self._delivered,
-            total=self.source.length,
-            batch_size=self.pool.batch_size,
-            stages=tuple(stages),
-            pools=pools,
-            reorder_depth=len(self._reorder),
-            head_of_line_wait_s=self._hol_wait,
-            failures=len(self.dead.snapshot()),
-            extra={r.name: dict(f) for r in self.runs if (f := r.summary()) is not None},
-            source_figures=_source_figures(self.source),
-        )
+        """The run's figures right now, for monitors (see :func:`.figures.run_snapshot`)."""
+        return run_snapshot(self)
 
     def leaks(self) -> dict[str, int]:
         """Slots still held per pool after the run (all zero unless something is wrong)."""
-        return {p.name: p.acquired - p.released for p in self._pools()}
-
-
-@functools.cache
-def _implements(kind: type, protocol: type) -> bool:
-    """Whether objects of ``kind`` have the methods of ``protocol`` (a runtime protocol).
-
-    Cached by type: ``isinstance`` against a protocol costs about 10 µs a call, too much
-    for a snapshot taken many times a second.
-    """
-    return issubclass(kind, protocol)
-
-
-def _quality(run: StageRun) -> StageQuality | None:
-    """The error a stage's stream or strategy measured recently, if it measures one."""
-    for part in (run.stream, run.strategy):
-        if part is not None and _implements(type(part), MeasuresQuality):
-            return cast(MeasuresQuality, part).quality()
-    return None
-
-
-def _source_figures(source: Source) -> SourceFigures:
-    """What ``source`` reports of its reads, if it reports anything.
-
-    Raises:
-        TypeError: its ``figures()`` returned something other than :class:`SourceFigures`.
-    """
-    if not _implements(type(source), ReportsFigures):
-        return SourceFigures()
-    figures = cast(ReportsFigures, source).figures()
-    if not isinstance(figures, SourceFigures):
-        raise TypeError(
-            f"{type(source).__name__}.figures() must return a SourceFigures "
-            f"(hyperframes.engine.report), got {type(figures).__name__}"
-        )
-    return figures
+        return {p.name: p.acquired - p.released for p in self.pools()}
