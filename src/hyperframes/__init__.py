@@ -33,7 +33,7 @@ if _TYPE_CHECKING:
     from .engine.report import RunReport, StageReport
     from .engine.watch import Progress
     from .frames import FrameSpec
-    from .io.base import Chunk, Sink, Source
+    from .io.base import Chunk, Footprint, Sink, Source
     from .io.images import ImageSequenceSink, ImageSequenceSource
     from .io.results import ResultsSink
     from .io.video import VideoSource
@@ -52,6 +52,7 @@ _LAZY = {
     "Progress": ".engine.watch",
     "FrameSpec": ".frames",
     "Chunk": ".io.base",
+    "Footprint": ".io.base",
     "Sink": ".io.base",
     "Source": ".io.base",
     "ImageSequenceSink": ".io.images",
@@ -98,6 +99,7 @@ __all__ = [
     "Chunk",
     "CorruptFrame",
     "CycleError",
+    "Footprint",
     "FrameError",
     "FrameSpec",
     "FrameStore",

@@ -32,6 +32,7 @@ API = (
     "VideoSink", "VideoSource", "__version__", "analyze",
     "ResultsSink",  # 0.2: the map job, a model's answers kept in a results file
     "render_chunked", "run_chunked",  # 0.3: public in the docs all along
+    "Footprint",  # 0.3.1: what a sink of your own holds, for the run's plan
 )  # fmt: skip
 """The API of 0.3.0. Batch, FramePool and TaskGraph left it in 0.3 (internals no public
 call takes or returns): ``hf.Batch`` still works, with a DeprecationWarning."""
