@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
+from hyperframes.engine.figures import GroupingFigures, ReuseFigures
 from hyperframes.engine.watch import (
     CacheTier,
     PoolSnapshot,
@@ -74,8 +75,11 @@ def test_rows_carry_every_core_figure():
 
 def test_extra_figures_flow_through_generically():
     extra = {
-        "group": {"frames": 40, "hyperframes": 10, "mean_length": 4.0, "merge_rate": 0.75},
-        "map:f": {"computed": 10, "reused": 30, "verified": True, "note": "text"},
+        "group": GroupingFigures(
+            frames=40, hyperframes=10, mean_length=4.0, merge_rate=0.75, max_length=6
+        ),
+        "map:f": ReuseFigures(computed=10, reused=30, calls_saved=0.75, verified=2),
+        "mine": {"computed": 5, "verified": True, "note": "text"},  # a stage of the user's
         "read": {"hot": {"hits": 9, "misses": 1}, "warm": {"hits": 2, "misses": 3, "bytes": 7}},
     }
     got = samples(metric_rows(snapshot(**extra)))
@@ -88,8 +92,11 @@ def test_extra_figures_flow_through_generically():
     assert got[("hyperframes_cache_hits_total", ("read", "hot"))] == 9
     assert got[("hyperframes_cache_misses_total", ("read", "warm"))] == 3
     assert got[("hyperframes_stage_figure", ("read", "warm_bytes"))] == 7
-    assert not any(key[1] == ("map:f", "verified") for key in got)  # booleans are not numbers
-    assert not any(key[1] == ("map:f", "note") for key in got)
+    assert ("hyperframes_stage_figure", ("map:f", "reused")) not in got  # has its own metric
+    assert got[("hyperframes_stage_figure", ("map:f", "calls_saved"))] == 0.75
+    assert got[("hyperframes_stage_figure", ("mine", "computed"))] == 5  # untyped: generic
+    assert not any(key[1] == ("mine", "verified") for key in got)  # booleans are not numbers
+    assert not any(key[1] == ("mine", "note") for key in got)
 
 
 def test_a_stages_measured_psnr_is_typed_and_exported():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from hyperframes import Pipeline
+from hyperframes.engine.figures import TargetFigures
 from hyperframes.hyper.agree import agreement
 from hyperframes.hyper.target import held
 
@@ -224,7 +225,8 @@ def test_live_figures_show_calls_agreement_and_the_rule_mid_run():
         .run(monitor=Watch(), progress=progress)
     )
     mid = seen["mid"]
-    assert isinstance(mid, dict)
+    assert isinstance(mid, TargetFigures)  # typed: read by attribute, and as a mapping
+    assert mid.calls == mid["calls"] and mid.span == mid["span"]
     for key in ("calls", "calls_saved", "agreement", "agreement_bound", "threshold", "span"):
         assert key in mid, key
     assert 0 < mid["frames"] < 300

@@ -1,166 +1,116 @@
-"""What a run tells: its report at the end, and snapshots for monitors while it goes.
+"""What a stage's stream or strategy tells of its run, typed.
 
-Both read the runner's counters (its stages' stats, channels, pools, reorder buffer and
-failures) and what its parts report of themselves: a stage's own figures (grouping,
-reuse), the error a stream or strategy measured (:class:`~.watch.MeasuresQuality`), a
-source's figures (:class:`~.watch.ReportsFigures`, such as a store's cache tiers), the
-executor's and the sink's notes.
+A grouping stage, a reuse stage and a stage with an accuracy target each report their
+figures as a frozen dataclass of their own. Monitors and the Prometheus exporter read
+their attributes (``figures.reused``, ``figures.hyperframes``), not string keys; the run
+report, JSON and pages read them as a mapping (:meth:`StageFigures.as_dict`), so
+``report.extra["group"]["hyperframes"]`` keeps working. A stage of the user's may still
+report a plain mapping: its numbers flow through generically.
+
+Example:
+    >>> figures = GroupingFigures(frames=40, hyperframes=10, mean_length=4.0,
+    ...                           merge_rate=0.75, max_length=6)
+    >>> figures.hyperframes, figures["merge_rate"], dict(figures)["frames"]
+    (10, 0.75, 40)
 """
 
 from __future__ import annotations
 
-import functools
-import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
-
-from ..io.base import Source
-from .report import RunReport, StageStats
-from .stage_run import StageRun
-from .watch import (
-    MeasuresQuality,
-    PoolSnapshot,
-    ReportsFigures,
-    RunSnapshot,
-    SourceFigures,
-    StageQuality,
-    StageSnapshot,
-)
-
-if TYPE_CHECKING:
-    from .runner import Runner
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 
-def calls_saved(runs: Sequence[StageRun]) -> str:
-    """``"calls saved 47%"`` for a run with a stage that shares answers, else ``""``."""
-    for run in runs:
-        figures = run.summary() if run.stage.make_strategy is not None else None
-        if figures and "calls_saved" in figures:
-            return f"calls saved {figures['calls_saved']:.0%}"
-    return ""
+@dataclass(frozen=True)
+class StageFigures(Mapping[str, Any]):
+    """The figures of one stage: typed attributes, and a read-only mapping of them."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures by name, as the run report and JSON show them."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_dict())
+
+    def __len__(self) -> int:
+        return len(self.as_dict())
 
 
-def slowest(stats: Sequence[StageStats]) -> str:
-    """The name of the stage busiest per worker."""
-    return max(stats, key=lambda s: s.busy_s / max(s.workers, 1)).name
+@dataclass(frozen=True)
+class GroupingFigures(StageFigures):
+    """A grouping stage's hyperframes: how many, how long, how many frames merged."""
+
+    frames: int
+    hyperframes: int
+    mean_length: float
+    merge_rate: float
+    max_length: int
 
 
-def _extra(runner: Runner) -> dict[str, Any]:
-    """Stages' own figures (grouping, reuse) and the executor's (where batches went)."""
-    extra = {r.name: figures for r in runner.runs if (figures := r.summary()) is not None}
-    summary = getattr(runner.executor, "summary", None)
-    figures = summary() if callable(summary) else None
-    if figures:
-        extra["executor"] = figures
-    for name, part in (("source", runner.source), ("sink", runner.sink)):
-        if notes := part.notes():
-            extra[name] = notes
-    return extra
+@dataclass(frozen=True)
+class ReuseFigures(StageFigures):
+    """A stage that shares results: frames computed (every call, verification included)
+    and reused, their share saved, and the frames verified."""
+
+    computed: int
+    reused: int
+    calls_saved: float
+    verified: int
 
 
-def run_report(runner: Runner, frames: int, wall: float, output: Any, *, setup: float) -> RunReport:
-    """The report of ``runner``'s run, at its end."""
-    for st, ch in zip(runner.stats[1:], runner.channels, strict=True):
-        st.queue_high_water = ch.high_water
-    pools = runner.pools()
-    return RunReport(
-        frames=frames,
-        wall_s=round(wall, 6),
-        fps=round(frames / wall, 3) if wall > 0 else 0.0,
-        stages=tuple(s.summary() for s in runner.stats),
-        pool_slots=runner.slots,
-        pool_high_water_slots=sum(p.high_water for p in pools),
-        pool_high_water_bytes=sum(p.high_water * p.slot_nbytes for p in pools),
-        pool_bytes=sum(p.nbytes for p in pools),
-        reorder_high_water=runner.reorder.high_water,
-        head_of_line_wait_s=round(runner.hol_wait, 6),
-        batch_size=runner.pool.batch_size,
-        setup_s=round(setup, 6),
-        memory_budget=runner.plan.budget,
-        sizing=runner.plan.why,
-        output=output,
-        failures=tuple(runner.dead.snapshot()),
-        extra=_extra(runner),
-    )
+@dataclass(frozen=True)
+class BoundFigures(ReuseFigures):
+    """``reuse="base"``: results shared within a bound on the input's pixels.
 
-
-def run_snapshot(runner: Runner) -> RunSnapshot:
-    """The run's figures right now, for monitors: cheap, thread-safe, any time.
-
-    Besides the counters of every stage and pool it carries the error a stage measured
-    recently (``StageSnapshot.quality``, from a stream or strategy that
-    :class:`~.report.MeasuresQuality`, such as reuse) and what the source reports of
-    its reads (``source_figures``, from a source that :class:`~.report.ReportsFigures`,
-    such as a store's cache tiers).
+    With verification, the error measured on verified frames: for frames out,
+    ``verify_psnr_min`` (the worst; ``None`` when exact) and ``psnr_mean_recent``; for
+    per-frame values, ``verify_agreement`` and ``verify_mismatch_rate``. Only the pair
+    that applies is shown in the mapping, and only once a frame was verified.
     """
-    depths = [0, *[len(ch) for ch in runner.channels]]
-    capacities = [0, *[ch.capacity for ch in runner.channels]]
-    quality = [None, *[_quality(run) for run in runner.runs], None]
-    stages = []
-    for k, st in enumerate(runner.stats):
-        row = st.summary()
-        stages.append(
-            StageSnapshot(
-                name=row.name,
-                workers=row.workers,
-                frames=row.frames,
-                batches=row.batches,
-                busy_s=row.busy_s,
-                wait_in_s=row.wait_in_s,
-                wait_out_s=row.wait_out_s,
-                queue_depth=depths[k],
-                queue_capacity=capacities[k],
-                quality=quality[k],
-            )
-        )
-    pools = tuple(
-        PoolSnapshot(p.name, p.slots, p.in_use, p.high_water, p.slot_nbytes) for p in runner.pools()
-    )
-    return RunSnapshot(
-        elapsed_s=time.perf_counter() - runner.started_at,
-        frames=runner.delivered,
-        total=runner.source.length,
-        batch_size=runner.pool.batch_size,
-        stages=tuple(stages),
-        pools=pools,
-        reorder_depth=len(runner.reorder),
-        head_of_line_wait_s=runner.hol_wait,
-        failures=len(runner.dead.snapshot()),
-        extra={r.name: dict(f) for r in runner.runs if (f := r.summary()) is not None},
-        source_figures=_source_figures(runner.source),
-    )
+
+    reuse_bound_mse: float
+    checks: Literal["frames", "values"] = "frames"
+    verify_agreement: float | None = None
+    verify_mismatch_rate: float | None = None
+    verify_psnr_min: float | None = None
+    psnr_mean_recent: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in ("computed", "reused", "calls_saved")}
+        out |= {"reuse_bound_mse": self.reuse_bound_mse, "verified": self.verified}
+        if self.verified and self.checks == "values":
+            out |= {"verify_agreement": self.verify_agreement,
+                    "verify_mismatch_rate": self.verify_mismatch_rate}  # fmt: skip
+        elif self.verified:
+            out |= {"verify_psnr_min": self.verify_psnr_min,
+                    "psnr_mean_recent": self.psnr_mean_recent}  # fmt: skip
+        return out
 
 
-@functools.cache
-def _implements(kind: type, protocol: type) -> bool:
-    """Whether objects of ``kind`` have the methods of ``protocol`` (a runtime protocol).
+@dataclass(frozen=True)
+class TargetFigures(ReuseFigures):
+    """``reuse_target=``: calls, the agreement of shared answers as sampled, the estimated
+    agreement of the output and its one-sided 95 % lower bound, and the current rule
+    (``span``: frames one answer may serve; ``threshold``: how far a frame may move)."""
 
-    Cached by type: ``isinstance`` against a protocol costs about 10 µs a call, too much
-    for a snapshot taken many times a second.
-    """
-    return issubclass(kind, protocol)
+    frames: int
+    calls: int
+    refined: int
+    target: float
+    agreement_shared: float | None
+    agreement: float | None
+    agreement_bound: float | None
+    span: int
+    threshold: float
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"frames": self.frames, "calls": self.calls}
+        return out | super().as_dict()
 
 
-def _quality(run: StageRun) -> StageQuality | None:
-    """The error a stage's stream or strategy measured recently, if it measures one."""
-    for part in (run.stream, run.strategy):
-        if part is not None and _implements(type(part), MeasuresQuality):
-            return cast(MeasuresQuality, part).quality()
-    return None
-
-
-def _source_figures(source: Source) -> SourceFigures:
-    """What ``source`` reports of its reads, if it reports anything.
-
-    Raises:
-        TypeError: its ``figures()`` returned something other than :class:`SourceFigures`.
-    """
-    if not _implements(type(source), ReportsFigures):
-        return SourceFigures()
-    figures = cast(ReportsFigures, source).figures()
-    if not isinstance(figures, SourceFigures):
-        raise TypeError(
-            f"{type(source).__name__}.figures() must return a SourceFigures "
-            f"(hyperframes.engine.report), got {type(figures).__name__}"
-        )
-    return figures
+def figures_dict(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """A stage's figures as a plain dict (typed or a mapping of the user's)."""
+    return figures.as_dict() if isinstance(figures, StageFigures) else dict(figures)

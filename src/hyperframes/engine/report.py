@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import textwrap
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -190,7 +191,7 @@ def json_ready(value: Any) -> Any:
     summary stays an object), paths and anything else as text, arrays left out."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [json_ready(v) for v in value]

@@ -34,10 +34,10 @@ from ..frames import Batch, FramePool, FrameSpec
 from ..io.base import Sink, Source
 from .channel import END, Channel
 from .faults import DeadLetters
-from .figures import calls_saved, run_report, run_snapshot, slowest
 from .memory import Pools, plan_for
 from .reorder import ReorderBuffer
 from .report import RunReport, StageStats
+from .reporting import calls_saved, run_report, run_snapshot, slowest
 from .stage import Stage
 from .stage_run import StageRun
 from .watch import (
@@ -386,7 +386,7 @@ class Runner:
         return delivered
 
     def snapshot(self) -> RunSnapshot:
-        """The run's figures right now, for monitors (see :func:`.figures.run_snapshot`)."""
+        """The run's figures right now, for monitors (see :func:`.reporting.run_snapshot`)."""
         return run_snapshot(self)
 
     def leaks(self) -> dict[str, int]:

@@ -10,7 +10,7 @@ frames, else one made when a result of another shape needs it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -56,11 +56,12 @@ class StageRun:
     def out_pool(self) -> FramePool | None:
         return self._out_pool
 
-    def summary(self) -> dict[str, Any] | None:
-        """Stage-specific figures for the run report (grouping, reuse), if any."""
+    def summary(self) -> Mapping[str, Any] | None:
+        """Stage-specific figures (grouping, reuse: a typed ``engine.figures.StageFigures``,
+        or a mapping from a stream or strategy of the user's), if any."""
         for part in (self.stream, self.strategy):
             if part is not None and hasattr(part, "summary"):
-                figures: dict[str, Any] = part.summary()
+                figures: Mapping[str, Any] = part.summary()
                 return figures
         return None
 

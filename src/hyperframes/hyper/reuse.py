@@ -22,6 +22,7 @@ stage's PSNR.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections import deque
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.figures import BoundFigures
 from ..engine.watch import StageQuality
 from ..errors import StageError
 from ..frames import Batch
@@ -108,7 +110,7 @@ class ReuseStrategy:
         self.agree = agree
         self.rows = RowComputer(stage=stage, split=split)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> BoundFigures:
         """Counts, and the error measured on verified frames: ``verify_psnr_min`` (the
         worst frame) and ``psnr_mean_recent`` (the mean MSE of the last ``recent``
         verifications, as PSNR), ``None`` when exact; or for per-frame values
@@ -117,21 +119,28 @@ class ReuseStrategy:
         total = self.computed + self.reused
         with self._errors_lock:
             verified, worst, error_sum = self.verified, self._error_worst, self._error_sum
-        out: dict[str, Any] = {
-            "computed": self.computed,
-            "reused": self.reused,
-            "calls_saved": round(self.reused / total, 4) if total else 0.0,
-            "reuse_bound_mse": self.bound,
-            "verified": verified,
-        }
+        figures = BoundFigures(
+            computed=self.computed,
+            reused=self.reused,
+            calls_saved=round(self.reused / total, 4) if total else 0.0,
+            verified=verified,
+            reuse_bound_mse=self.bound,
+            checks="values" if self._values else "frames",
+        )
         if verified and self._values:
-            out["verify_agreement"] = round(1 - error_sum / verified, 6)
-            out["verify_mismatch_rate"] = round(error_sum / verified, 6)
-        elif verified:
-            out["verify_psnr_min"] = _db(worst)
+            return dataclasses.replace(
+                figures,
+                verify_agreement=round(1 - error_sum / verified, 6),
+                verify_mismatch_rate=round(error_sum / verified, 6),
+            )
+        if verified:
             recent = self.quality()
-            out["psnr_mean_recent"] = None if recent is None else _db(recent.mse)
-        return out
+            return dataclasses.replace(
+                figures,
+                verify_psnr_min=_db(worst),
+                psnr_mean_recent=None if recent is None else _db(recent.mse),
+            )
+        return figures
 
     def quality(self) -> StageQuality | None:
         """PSNR of the mean MSE of the last ``recent`` verified frames (``inf`` when they

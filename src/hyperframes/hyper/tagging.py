@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any
 
 import numpy as np
 
+from ..engine.figures import GroupingFigures
 from ..frames import Batch
 from ..io.base import Footprint
 from .distance import check_finite, frame_mse, peak_of
@@ -105,16 +105,16 @@ class GroupTagger:
             raise RuntimeError("internal error: frames left untagged at the end of input")
         return ready
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> GroupingFigures:
         frames = sum(self._lengths)
         groups = len(self._lengths)
-        return {
-            "frames": frames,
-            "hyperframes": groups,
-            "mean_length": round(frames / groups, 3) if groups else 0.0,
-            "merge_rate": round(1 - groups / frames, 6) if frames else 0.0,
-            "max_length": max(self._lengths, default=0),
-        }
+        return GroupingFigures(
+            frames=frames,
+            hyperframes=groups,
+            mean_length=round(frames / groups, 3) if groups else 0.0,
+            merge_rate=round(1 - groups / frames, 6) if frames else 0.0,
+            max_length=max(self._lengths, default=0),
+        )
 
     def _tag(self, spans: list[Span]) -> list[Batch]:
         for span in spans:

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.figures import TargetFigures
 from ..frames import Batch
 from ._rows import RowComputer, assemble
 from .agree import Agreement
@@ -448,7 +449,7 @@ class TargetReuse:
 
     # -- figures --------------------------------------------------------------------------
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> TargetFigures:
         """Calls, calls saved, the agreement of shared answers as sampled, the estimated
         agreement of the output and its one-sided 95 % lower bound, and the current rule."""
         with self._lock:
@@ -456,21 +457,21 @@ class TargetReuse:
             mean, low = self._shared_agreement()
             span, reach = self.span, self.reach
         shared = frames - calls
-        return {
-            "frames": frames,
-            "calls": calls,
-            "computed": calls,
-            "reused": shared,
-            "calls_saved": round(shared / frames, 4) if frames else 0.0,
-            "verified": verified,
-            "refined": refined,
-            "target": self.target,
-            "agreement_shared": None if mean is None else round(mean, 4),
-            "agreement": _of_output(frames, calls, 1.0 if mean is None else mean),
-            "agreement_bound": _of_output(frames, calls, low),
-            "span": span,
-            "threshold": round(reach, 5),
-        }
+        return TargetFigures(
+            frames=frames,
+            calls=calls,
+            computed=calls,
+            reused=shared,
+            calls_saved=round(shared / frames, 4) if frames else 0.0,
+            verified=verified,
+            refined=refined,
+            target=self.target,
+            agreement_shared=None if mean is None else round(mean, 4),
+            agreement=_of_output(frames, calls, 1.0 if mean is None else mean),
+            agreement_bound=_of_output(frames, calls, low),
+            span=span,
+            threshold=round(reach, 5),
+        )
 
     def _shared_agreement(self) -> tuple[float | None, float]:
         """Weighted mean agreement of the sampled shared answers, and its lower bound (a

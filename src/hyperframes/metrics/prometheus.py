@@ -8,8 +8,8 @@ the hot path: each scrape calls the run's ``snapshot()`` once (a typed
 (:func:`metric_rows`, a pure function). A stage's measured PSNR and the cache tiers of
 the source's reads (a store's hot, warm and cold tiers) come typed in the snapshot and
 get metrics of their own; figures that stages add under ``extra`` flow through on their
-own: known ones (grouping, reuse counts) get their own names, every other number becomes
-``hyperframes_stage_figure``.
+own: those of known kinds (typed: a grouping's hyperframes, a reuse stage's frames) get
+their own names, every other number becomes ``hyperframes_stage_figure``.
 
 Example:
     >>> exporter = PrometheusExporter(port=9464)
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from wsgiref.simple_server import make_server
 
+from ..engine.figures import GroupingFigures, ReuseFigures
 from ..engine.report import RunReport
 from ..engine.watch import CacheTier, RunSnapshot, SnapshotFn
 from ._server import QuietHandler, server_class
@@ -114,15 +115,6 @@ METRICS: tuple[MetricDef, ...] = (
 )
 BY_NAME = {m.name: m for m in METRICS}
 
-#: Figures of ``extra`` with a metric of their own: figure key -> (metric, extra labels).
-_KNOWN: dict[str, tuple[str, dict[str, str]]] = {
-    "hyperframes": ("hyperframes_hyperframes_total", {}),
-    "mean_length": ("hyperframes_hyperframe_mean_length_frames", {}),
-    "merge_rate": ("hyperframes_hyperframe_merge_ratio", {}),
-    "computed": ("hyperframes_reuse_frames_total", {"result": "computed"}),
-    "reused": ("hyperframes_reuse_frames_total", {"result": "reused"}),
-}
-
 
 @dataclass
 class MetricRow:
@@ -141,8 +133,23 @@ def _number(value: Any) -> float | None:
 def _extra_samples(
     stage: str, figures: Mapping[str, Any]
 ) -> Iterator[tuple[str, dict[str, str], float]]:
-    """``(metric, labels, value)`` for each number in one stage's ``extra`` figures."""
+    """``(metric, labels, value)`` for each number in one stage's ``extra`` figures: those
+    of a known kind of stage (typed: a grouping's hyperframes, a reuse stage's frames)
+    under metrics of their own, every other number generically."""
+    own: set[str] = set()
+    if isinstance(figures, GroupingFigures):
+        own = {"hyperframes", "mean_length", "merge_rate"}
+        yield "hyperframes_hyperframes_total", {"stage": stage}, figures.hyperframes
+        yield "hyperframes_hyperframe_mean_length_frames", {"stage": stage}, figures.mean_length
+        yield "hyperframes_hyperframe_merge_ratio", {"stage": stage}, figures.merge_rate
+    elif isinstance(figures, ReuseFigures):
+        own = {"computed", "reused"}
+        for result in ("computed", "reused"):
+            labels = {"stage": stage, "result": result}
+            yield "hyperframes_reuse_frames_total", labels, getattr(figures, result)
     for key, value in figures.items():
+        if key in own:
+            continue
         if isinstance(value, Mapping):  # a cache tier {"hits", "misses", ...}, or a sub-topic
             for sub, inner in value.items():
                 number = _number(inner)
@@ -155,12 +162,7 @@ def _extra_samples(
                     yield "hyperframes_stage_figure", labels, number
             continue
         number = _number(value)
-        if number is None:
-            continue
-        if key in _KNOWN:
-            name, labels = _KNOWN[key]
-            yield name, {"stage": stage, **labels}, number
-        else:
+        if number is not None:
             yield "hyperframes_stage_figure", {"stage": stage, "figure": key}, number
 
 

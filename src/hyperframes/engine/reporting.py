@@ -1,0 +1,169 @@
+"""What a run tells: its report at the end, and snapshots for monitors while it goes.
+
+Both read the runner's counters (its stages' stats, channels, pools, reorder buffer and
+failures) and what its parts report of themselves: a stage's own figures (grouping,
+reuse), the error a stream or strategy measured (:class:`~.watch.MeasuresQuality`), a
+source's figures (:class:`~.watch.ReportsFigures`, such as a store's cache tiers), the
+executor's and the sink's notes.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from ..io.base import Source
+from .figures import ReuseFigures, figures_dict
+from .report import RunReport, StageStats
+from .stage_run import StageRun
+from .watch import (
+    MeasuresQuality,
+    PoolSnapshot,
+    ReportsFigures,
+    RunSnapshot,
+    SourceFigures,
+    StageQuality,
+    StageSnapshot,
+)
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+
+def calls_saved(runs: Sequence[StageRun]) -> str:
+    """``"calls saved 47%"`` for a run with a stage that shares answers, else ``""``."""
+    for run in runs:
+        figures = run.summary()
+        if isinstance(figures, ReuseFigures):
+            return f"calls saved {figures.calls_saved:.0%}"
+    return ""
+
+
+def slowest(stats: Sequence[StageStats]) -> str:
+    """The name of the stage busiest per worker."""
+    return max(stats, key=lambda s: s.busy_s / max(s.workers, 1)).name
+
+
+def _extra(runner: Runner) -> dict[str, Any]:
+    """Stages' own figures (grouping, reuse) and the executor's (where batches went)."""
+    extra = {
+        r.name: figures_dict(figures) for r in runner.runs if (figures := r.summary()) is not None
+    }
+    summary = getattr(runner.executor, "summary", None)
+    figures = summary() if callable(summary) else None
+    if figures:
+        extra["executor"] = figures
+    for name, part in (("source", runner.source), ("sink", runner.sink)):
+        if notes := part.notes():
+            extra[name] = notes
+    return extra
+
+
+def run_report(runner: Runner, frames: int, wall: float, output: Any, *, setup: float) -> RunReport:
+    """The report of ``runner``'s run, at its end."""
+    for st, ch in zip(runner.stats[1:], runner.channels, strict=True):
+        st.queue_high_water = ch.high_water
+    pools = runner.pools()
+    return RunReport(
+        frames=frames,
+        wall_s=round(wall, 6),
+        fps=round(frames / wall, 3) if wall > 0 else 0.0,
+        stages=tuple(s.summary() for s in runner.stats),
+        pool_slots=runner.slots,
+        pool_high_water_slots=sum(p.high_water for p in pools),
+        pool_high_water_bytes=sum(p.high_water * p.slot_nbytes for p in pools),
+        pool_bytes=sum(p.nbytes for p in pools),
+        reorder_high_water=runner.reorder.high_water,
+        head_of_line_wait_s=round(runner.hol_wait, 6),
+        batch_size=runner.pool.batch_size,
+        setup_s=round(setup, 6),
+        memory_budget=runner.plan.budget,
+        sizing=runner.plan.why,
+        output=output,
+        failures=tuple(runner.dead.snapshot()),
+        extra=_extra(runner),
+    )
+
+
+def run_snapshot(runner: Runner) -> RunSnapshot:
+    """The run's figures right now, for monitors: cheap, thread-safe, any time.
+
+    Besides the counters of every stage and pool it carries the error a stage measured
+    recently (``StageSnapshot.quality``, from a stream or strategy that
+    :class:`~.report.MeasuresQuality`, such as reuse) and what the source reports of
+    its reads (``source_figures``, from a source that :class:`~.report.ReportsFigures`,
+    such as a store's cache tiers).
+    """
+    depths = [0, *[len(ch) for ch in runner.channels]]
+    capacities = [0, *[ch.capacity for ch in runner.channels]]
+    quality = [None, *[_quality(run) for run in runner.runs], None]
+    stages = []
+    for k, st in enumerate(runner.stats):
+        row = st.summary()
+        stages.append(
+            StageSnapshot(
+                name=row.name,
+                workers=row.workers,
+                frames=row.frames,
+                batches=row.batches,
+                busy_s=row.busy_s,
+                wait_in_s=row.wait_in_s,
+                wait_out_s=row.wait_out_s,
+                queue_depth=depths[k],
+                queue_capacity=capacities[k],
+                quality=quality[k],
+            )
+        )
+    pools = tuple(
+        PoolSnapshot(p.name, p.slots, p.in_use, p.high_water, p.slot_nbytes) for p in runner.pools()
+    )
+    return RunSnapshot(
+        elapsed_s=time.perf_counter() - runner.started_at,
+        frames=runner.delivered,
+        total=runner.source.length,
+        batch_size=runner.pool.batch_size,
+        stages=tuple(stages),
+        pools=pools,
+        reorder_depth=len(runner.reorder),
+        head_of_line_wait_s=runner.hol_wait,
+        failures=len(runner.dead.snapshot()),
+        extra={r.name: f for r in runner.runs if (f := r.summary()) is not None},
+        source_figures=_source_figures(runner.source),
+    )
+
+
+@functools.cache
+def _implements(kind: type, protocol: type) -> bool:
+    """Whether objects of ``kind`` have the methods of ``protocol`` (a runtime protocol).
+
+    Cached by type: ``isinstance`` against a protocol costs about 10 µs a call, too much
+    for a snapshot taken many times a second.
+    """
+    return issubclass(kind, protocol)
+
+
+def _quality(run: StageRun) -> StageQuality | None:
+    """The error a stage's stream or strategy measured recently, if it measures one."""
+    for part in (run.stream, run.strategy):
+        if part is not None and _implements(type(part), MeasuresQuality):
+            return cast(MeasuresQuality, part).quality()
+    return None
+
+
+def _source_figures(source: Source) -> SourceFigures:
+    """What ``source`` reports of its reads, if it reports anything.
+
+    Raises:
+        TypeError: its ``figures()`` returned something other than :class:`SourceFigures`.
+    """
+    if not _implements(type(source), ReportsFigures):
+        return SourceFigures()
+    figures = cast(ReportsFigures, source).figures()
+    if not isinstance(figures, SourceFigures):
+        raise TypeError(
+            f"{type(source).__name__}.figures() must return a SourceFigures "
+            f"(hyperframes.engine.report), got {type(figures).__name__}"
+        )
+    return figures
