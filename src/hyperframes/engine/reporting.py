@@ -146,9 +146,8 @@ def _implements(kind: type, protocol: type) -> bool:
 
 def _quality(run: StageRun) -> StageQuality | None:
     """The error a stage's stream or strategy measured recently, if it measures one."""
-    for part in (run.stream, run.strategy):
-        if part is not None and _implements(type(part), MeasuresQuality):
-            return cast(MeasuresQuality, part).quality()
+    if run.part is not None and _implements(type(run.part), MeasuresQuality):
+        return cast(MeasuresQuality, run.part).quality()
     return None
 
 

@@ -243,8 +243,6 @@ class Runner:
 
     def _step(self, run: StageRun, batch: Batch) -> list[Batch]:
         try:
-            if run.stream is not None:
-                return run.stream.push(batch)
             return run.apply(batch, slots=self.slots, dead=self.dead)
         except FramesFailed:
             raise

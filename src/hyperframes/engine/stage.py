@@ -168,18 +168,20 @@ class Stage:
         has left); by default the executor's ``allocate``. ``stopped`` is set when the run
         fails: a retry waiting out its back-off stops waiting.
         """
-        from .stage_run import StageRun
+        from .stage_run import StageRun, StrategyRun, StreamRun
 
         executor = executor or ThreadExecutor()
         run_fn = None
         if self.fn is not None:
             run_fn = executor.remote(self.fn, stage=self.name, workers=self.workers * self.split)
-        return StageRun(
-            self,
+        common: dict[str, Any] = dict(
             run_fn=run_fn,
-            stream=None if self.make_stream is None else self.make_stream(batch_size),
-            strategy=None if self.make_strategy is None else self.make_strategy(),
             allocate=allocate or (lambda nbytes, what: executor.allocate(nbytes)),
             stopped=stopped or threading.Event(),
             pool=pool,
         )
+        if self.make_stream is not None:
+            return StreamRun(self, self.make_stream(batch_size), **common)
+        if self.make_strategy is not None:
+            return StrategyRun(self, self.make_strategy(), **common)
+        return StageRun(self, **common)

@@ -22,15 +22,21 @@ from .stage import Stage, Strategy, Stream
 
 
 class StageRun:
-    """The state of ``stage`` in one run. Made by :meth:`Stage.start`."""
+    """The state of ``stage`` in one run, of the plain kind: its function on every batch,
+    the results landed. Made by :meth:`Stage.start`, which picks the kind.
+
+    Every kind answers the runner the same way: :meth:`apply` a batch, :meth:`flush` at
+    the end of the input, :meth:`finish` at the end of the run, :meth:`summary` for the
+    report. ``part`` is the stream or strategy of the kinds that have one.
+    """
+
+    part: Stream | Strategy | None = None
 
     def __init__(
         self,
         stage: Stage,
         *,
         run_fn: Callable[..., Any] | None,
-        stream: Stream | None,
-        strategy: Strategy | None,
         allocate: Callable[[int, str], Any],
         stopped: threading.Event,
         pool: FramePool | None = None,
@@ -39,16 +45,14 @@ class StageRun:
         self.stopped = stopped
         self.name = stage.name
         self.into = stage.into
-        self.stream = stream
-        self.strategy = strategy
         self._run_fn = run_fn
         self._allocate = allocate
         self._out_pool = pool  # planned, or made from the first result that needs one
         self._lock = threading.Lock()
 
     def finish(self) -> None:
-        """End of a run: stop what the strategy started (its threads)."""
-        close = getattr(self.strategy, "close", None)
+        """End of a run: stop what the stream or strategy started (its threads)."""
+        close = getattr(self.part, "close", None)
         if close is not None:
             close()
 
@@ -59,29 +63,22 @@ class StageRun:
     def summary(self) -> Mapping[str, Any] | None:
         """Stage-specific figures (grouping, reuse: a typed ``engine.figures.StageFigures``,
         or a mapping from a stream or strategy of the user's), if any."""
-        for part in (self.stream, self.strategy):
-            if part is not None and hasattr(part, "summary"):
-                figures: Mapping[str, Any] = part.summary()
-                return figures
-        return None
+        summary = getattr(self.part, "summary", None)
+        if summary is None:
+            return None
+        figures: Mapping[str, Any] = summary()
+        return figures
 
     def apply(self, batch: Batch, *, slots: int, dead: DeadLetters) -> list[Batch]:
         """Run the stage on ``batch``; return the handles of the results now ready (maybe
-        moved; a strategy may hold a batch back and return it with the next)."""
-        if self.strategy is None:
-            results = self._compute(batch, dead)
-            batch.halo = None
-            return [self._land(batch, results, slots=slots)]
-        decided = self.strategy.run(batch, lambda b: self._compute(b, dead))
-        return [self._land(b, results, slots=slots) for b, results in decided]
+        moved to the stage's own pool; a stream or strategy may hold a batch back and
+        return it later)."""
+        results = self._compute(batch, dead)
+        batch.halo = None
+        return [self._land(batch, results, slots=slots)]
 
     def flush(self, *, slots: int, dead: DeadLetters) -> list[Batch]:
-        """The input has ended: the batches a stream or strategy still holds, decided."""
-        if self.stream is not None:
-            return self.stream.finish()
-        if self.strategy is not None:
-            decided = self.strategy.finish(lambda b: self._compute(b, dead))
-            return [self._land(b, results, slots=slots) for b, results in decided]
+        """The input has ended: the batches this stage still holds, decided."""
         return []
 
     # -- calling, with retries and per-frame fallback -----------------------------------
@@ -195,6 +192,37 @@ class StageRun:
                     spec, batch_size=size, slots=slots, name=self.name, buffer=buffer
                 )
             return self._out_pool
+
+
+class StreamRun(StageRun):
+    """An ordered stage that may hold batches back (grouping, a window's halo)."""
+
+    def __init__(self, stage: Stage, stream: Stream, **kwargs: Any) -> None:
+        super().__init__(stage, **kwargs)
+        self.part = self.stream = stream
+
+    def apply(self, batch: Batch, *, slots: int, dead: DeadLetters) -> list[Batch]:
+        return self.stream.push(batch)
+
+    def flush(self, *, slots: int, dead: DeadLetters) -> list[Batch]:
+        return self.stream.finish()
+
+
+class StrategyRun(StageRun):
+    """A stage whose strategy decides which frames to compute (reuse), calling the
+    function with retries and fallback on the frames it chooses."""
+
+    def __init__(self, stage: Stage, strategy: Strategy, **kwargs: Any) -> None:
+        super().__init__(stage, **kwargs)
+        self.part = self.strategy = strategy
+
+    def apply(self, batch: Batch, *, slots: int, dead: DeadLetters) -> list[Batch]:
+        decided = self.strategy.run(batch, lambda b: self._compute(b, dead))
+        return [self._land(b, results, slots=slots) for b, results in decided]
+
+    def flush(self, *, slots: int, dead: DeadLetters) -> list[Batch]:
+        decided = self.strategy.finish(lambda b: self._compute(b, dead))
+        return [self._land(b, results, slots=slots) for b, results in decided]
 
 
 def _single(batch: Batch, j: int, backup: np.ndarray, extended: np.ndarray | None) -> Batch:
