@@ -89,3 +89,26 @@ def test_no_part_reaches_into_another_parts_private_module():
         and any(seg.startswith("_") and not seg.startswith("__") for seg in target.split(".")[2:])
     ]
     assert reaching == []
+
+
+PURE = {"hyperframes.engine.plan": {"hyperframes.frames", "hyperframes.io.base",
+                                    "hyperframes.engine.sizing"}}  # fmt: skip
+"""Modules that must stay pure functions of their arguments, and the only modules of the
+package they may import: the run's plan reads footprints and sizes, and makes nothing."""
+
+
+def test_the_plan_is_pure():
+    """``engine/plan.py`` imports no threads, executors, pools' memory or I/O: a planner
+    that builds objects to read facts would creep back in through an import."""
+    for module, allowed in PURE.items():
+        path = ROOT.parent / (module.replace(".", "/") + ".py")
+        tree = ast.parse(path.read_text())
+        stdlib = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                stdlib |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                stdlib.add((node.module or "").split(".")[0])
+        assert stdlib <= {"__future__", "math", "collections", "dataclasses", "typing"}, stdlib
+        ours = {target for m, target, _ in imports() if m == module}
+        assert ours <= allowed, ours - allowed
