@@ -61,10 +61,9 @@ import zstandard as zstd
 from ..errors import StoreCorrupt
 from . import group_header
 from ._pixels import gradient
+from ._records import ANCHOR_EVERY, Blob, choose_records
 from .group_header import Header, Record
 
-ANCHOR_EVERY = 8
-"""Anchors (frames that reference the base directly) every this many frames from the base."""
 MAX_LUMA_SEGMENTS = 4
 """The luma plane of a frame is cut into at most this many row bands..."""
 SEGMENT_SAMPLES = 192 << 10
@@ -102,8 +101,6 @@ coding every delta: the same sizes on bikes, bigbuckbunny and goldeneye (48 fram
 testvideo (240; 0.1 % smaller), in both intra modes; margins up to 1.5 gave the same
 sizes, more slowly. (A cost proxy, the mean ``log2(1 + |r|)``, cost testvideo 12 % at a
 margin of 1.2: still regions code far below it.)"""
-FALLBACK_RATIO = 0.8
-"""A delta under 0.8x the base's coded size is kept without also trying the frame alone."""
 FFV1_FORMATS = frozenset(
     {"yuv420p", "yuv422p", "yuv444p", "gray", "yuv420p10le", "yuv422p10le", "yuv444p10le",
      "gray10le"}
@@ -326,7 +323,7 @@ def encode_planar(
 
     both = True  # code frames alone both ways (the first one always)
 
-    def raw(i: int) -> tuple[bytes, tuple[int, ...]]:
+    def raw(i: int) -> Blob:
         nonlocal both, ffv1, ranged
         packet = b""
         if ffv1 is not None:
@@ -345,35 +342,20 @@ def encode_planar(
         both = len(coded[0]) < GRADIENT_CLOSE * len(packet)
         return (packet, ()) if len(packet) < len(coded[0]) else coded
 
-    def delta(i: int, ref: int) -> tuple[bytes, tuple[int, ...]]:
+    def delta(i: int, ref: int) -> Blob:
         diff = flat[i] - flat[ref]
         parts = [cctx.compress(_bytes(diff[o : o + r * w])) for o, r, w in segs]
         return b"".join(parts), tuple(len(p) for p in parts)
 
-    base_blob = raw(b)
-    records: list[Record] = []
-    blobs: list[bytes] = []
-    offset = 0
-    for i in range(n):
-        ref = -1 if layout == "independent" else reference(i, b, n)
-        if i == b:
-            kind, blob = "raw", base_blob
-        elif ref >= 0 and np.array_equal(flat[i], flat[ref]):
-            kind, blob = "copy", (b"", ())
-        elif ref >= 0 and not delta_may_pay(flat[i], flat[ref], planes[0], probe.compress):
-            kind, blob, ref = "raw", raw(i), -1
-        elif ref >= 0:
-            kind, blob = "delta", delta(i, ref)
-            if len(blob[0]) > FALLBACK_RATIO * len(base_blob[0]):
-                alone = raw(i)
-                if len(alone[0]) < len(blob[0]):
-                    kind, blob, ref = "raw", alone, -1
-        else:
-            kind, blob = "raw", raw(i)
-        data, parts = blob
-        records.append(Record(kind, ref, offset, len(data), parts=parts))
-        blobs.append(data)
-        offset += len(data)
+    records, blobs = choose_records(
+        n,
+        b,
+        reference=lambda i: -1 if layout == "independent" else reference(i, b, n),
+        alone=raw,
+        delta=delta,
+        same=lambda i, ref: np.array_equal(flat[i], flat[ref]),
+        may_pay=lambda i, ref: delta_may_pay(flat[i], flat[ref], planes[0], probe.compress),
+    )
     meta: dict[str, object] = {
         "base": b,
         "layout": "independent" if layout == "independent" else "anchors",

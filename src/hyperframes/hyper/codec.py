@@ -79,6 +79,7 @@ from ._decode import decode_group_rows, decode_rows, each_band
 from ._lossy import encode_lossy
 from ._pixels import WEBP_MAX_SIDE, as_uint, planes, rct, webp_encode
 from ._planes import decode_planar, encode_planar
+from ._records import ANCHOR_EVERY, Blob, choose_records
 from .distance import check_finite, peak_of
 
 Layout = Literal["auto", "independent", "base", "chain"]
@@ -380,7 +381,6 @@ BAND_BYTES = 192 << 10
 MAX_BANDS = 4
 """...and at most this many bands."""
 
-Blob = tuple[bytes, tuple[int, ...]]
 """A record's bytes and, for a banded group, each band's compressed length."""
 
 
@@ -419,10 +419,6 @@ def _raw_blob(coded: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, band
     return _compress(as_uint(coded), predictor, cctx, bands)
 
 
-ANCHOR_EVERY = 8
-"""``"auto"``: every 8th frame from the base references the anchor 8 frames nearer the base."""
-
-
 def _reference(i: int, b: int, layout: str) -> int:
     if layout == "independent" or i == b:
         return -1
@@ -435,10 +431,6 @@ def _reference(i: int, b: int, layout: str) -> int:
     return b
 
 
-FALLBACK_RATIO = 0.8
-"""A delta under 0.8x the base's compressed size is kept without also trying the frame alone."""
-
-
 def _encode_lossless(
     arr: np.ndarray,
     b: int,
@@ -449,29 +441,12 @@ def _encode_lossless(
     predictor: str,
     bands: int,
 ) -> tuple[list[group_header.Record], list[bytes]]:
-    n = arr.shape[0]
-    p = predictor
-    base_blob = _raw_blob(arr[b], p, cctx, bands)
-    records: list[group_header.Record] = []
-    parts: list[bytes] = []
-    offset = 0
-    for i in range(n):
-        ref = _reference(i, b, layout)
-        cur = as_uint(arr[i])
-        if i == b:
-            kind, blob = "raw", base_blob
-        elif ref >= 0 and np.array_equal(cur, as_uint(arr[ref])):
-            kind, blob = "copy", (b"", ())
-        elif ref >= 0:
-            kind, blob = "delta", _compress(cur - as_uint(arr[ref]), "none", cctx, bands)
-            if fallback and len(blob[0]) > FALLBACK_RATIO * len(base_blob[0]):
-                alone = _raw_blob(arr[i], p, cctx, bands)
-                if len(alone[0]) < len(blob[0]):
-                    kind, blob, ref = "raw", alone, -1
-        else:
-            kind, blob = "raw", _raw_blob(arr[i], p, cctx, bands)
-        data, band_lengths = blob
-        records.append(group_header.Record(kind, ref, offset, len(data), parts=band_lengths))
-        parts.append(data)
-        offset += len(data)
-    return records, parts
+    return choose_records(
+        arr.shape[0],
+        b,
+        reference=lambda i: _reference(i, b, layout),
+        alone=lambda i: _raw_blob(arr[i], predictor, cctx, bands),
+        delta=lambda i, ref: _compress(as_uint(arr[i]) - as_uint(arr[ref]), "none", cctx, bands),
+        same=lambda i, ref: np.array_equal(as_uint(arr[i]), as_uint(arr[ref])),
+        fallback=fallback,
+    )

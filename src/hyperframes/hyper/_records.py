@@ -1,0 +1,74 @@
+"""How a group's frames become records: the one choice every layout of the codec makes.
+
+The base is coded alone. Every other frame is coded against its reference (the layout's
+rule: ``codec``'s chains for arrays, ``_planes``' anchors for a video's planes): as a copy
+where it equals the reference, else as a delta; a delta that codes larger than
+:data:`FALLBACK_RATIO` of the base is tried against the frame alone, and the smaller is
+kept; a frame without a reference, or whose delta a quick look says will not pay, is coded
+alone. The layout only says how a frame is coded alone and how a delta is (its planes, its
+bands, its predictor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .group_header import Record
+
+ANCHOR_EVERY = 8
+"""Frames between anchors, the frames that reference far (the base, or the anchor nearer
+it): a frame decodes from a bounded number of records whatever the group's length."""
+FALLBACK_RATIO = 0.8
+"""A delta under 0.8x the base's coded size is kept without also trying the frame alone."""
+
+Blob = tuple[bytes, tuple[int, ...]]
+"""A record's bytes and the lengths of its parts (bands or segments; empty: one part)."""
+
+
+def choose_records(
+    n: int,
+    base: int,
+    *,
+    reference: Callable[[int], int],
+    alone: Callable[[int], Blob],
+    delta: Callable[[int, int], Blob],
+    same: Callable[[int, int], bool],
+    may_pay: Callable[[int, int], bool] | None = None,
+    fallback: bool = True,
+) -> tuple[list[Record], list[bytes]]:
+    """The records of a group of ``n`` frames with its base at ``base``, and their bytes.
+
+    Args:
+        reference: frame ``i``'s reference (-1: none).
+        alone: frame ``i`` coded alone (the base first, before any other).
+        delta: frame ``i`` coded as its difference to frame ``ref``.
+        same: whether frames ``i`` and ``ref`` are equal (a copy record).
+        may_pay: whether a delta of ``i`` to ``ref`` may code smaller than the frame alone
+            (``None``: always try it).
+        fallback: try a large delta's frame alone too.
+    """
+    base_blob = alone(base)
+    records: list[Record] = []
+    parts: list[bytes] = []
+    offset = 0
+    for i in range(n):
+        ref = reference(i)
+        if i == base:
+            kind, blob = "raw", base_blob
+        elif ref >= 0 and same(i, ref):
+            kind, blob = "copy", (b"", ())
+        elif ref >= 0 and may_pay is not None and not may_pay(i, ref):
+            kind, blob, ref = "raw", alone(i), -1
+        elif ref >= 0:
+            kind, blob = "delta", delta(i, ref)
+            if fallback and len(blob[0]) > FALLBACK_RATIO * len(base_blob[0]):
+                single = alone(i)
+                if len(single[0]) < len(blob[0]):
+                    kind, blob, ref = "raw", single, -1
+        else:
+            kind, blob = "raw", alone(i)
+        data, lengths = blob
+        records.append(Record(kind, ref, offset, len(data), parts=lengths))
+        parts.append(data)
+        offset += len(data)
+    return records, parts
