@@ -54,13 +54,13 @@ from fractions import Fraction
 from typing import Any
 
 import av
-import cv2
 import numpy as np
 import zstandard as zstd
 
 from ..errors import StoreCorrupt
 from . import group_header
-from ._pixels import gradient
+from ._decode import each_band
+from ._pixels import gradient, ungradient
 from ._records import ANCHOR_EVERY, Blob, choose_records
 from .group_header import Header, Record
 
@@ -157,14 +157,6 @@ def reference(i: int, b: int, n: int) -> int:
 
 
 # -- prediction -------------------------------------------------------------------------
-
-
-def ungradient(r: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`gradient`: prefix sums down and across, modulo ``2**bits``."""
-    h, w = r.shape
-    if r.dtype == np.uint8 and 255 * h * w < 2**31:
-        return cv2.integral(r, sdepth=cv2.CV_32S)[1:, 1:].astype(np.uint8)  # wraps
-    return np.cumsum(np.cumsum(r, axis=0, dtype=r.dtype), axis=1, dtype=r.dtype)
 
 
 def _bytes(a: np.ndarray) -> bytes:
@@ -416,15 +408,6 @@ def _read(view: memoryview, start: int, length: int, dtype: np.dtype, n: int) ->
     return _samples(raw, dtype, n)
 
 
-def _each(fn: Callable[[int], None], count: int, pool: Executor | None) -> None:
-    if pool is None or count == 1:
-        for k in range(count):
-            fn(k)
-        return
-    for done in [pool.submit(fn, k) for k in range(count)]:
-        done.result()
-
-
 def decode_record(
     view: memoryview,
     header: Header,
@@ -458,7 +441,7 @@ def decode_record(
             assert ref is not None
             np.add(values, ref.view(dtype)[o : o + r * w], out=samples[o : o + r * w])
 
-    _each(one, len(segs), pool)
+    each_band(one, len(segs), pool)
 
 
 def decode_planar(
