@@ -40,26 +40,22 @@ Example:
     >>> [list(s) for s in segs]
     [[0, 2, 8], [16, 2, 8], [32, 2, 4], [40, 2, 4]]
 
-Longer than 300 lines: the planar records' encoding, their FFV1 coder and their decoding
-belong together (one record format).
+Longer than 300 lines: the planar records' encoding and their decoding belong together (one
+record format; the FFV1 coder itself is ``_ffv1``).
 """
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from fractions import Fraction
-from typing import Any
 
-import av
 import numpy as np
 import zstandard as zstd
 
 from ..errors import StoreCorrupt
 from . import group_header
 from ._decode import each_band
+from ._ffv1 import FFV1_FORMATS, Ffv1Planes, ffv1_format
 from ._pixels import gradient, ungradient
 from ._records import ANCHOR_EVERY, Blob, choose_records
 from .group_header import Header, Record
@@ -78,8 +74,6 @@ on film grain), at 1.5-1.7x its CPU to decode and to encode."""
 RANGE_GAIN = 0.05
 """A group's FFV1 records use the range coder where, on the group's first frame coded
 alone (coded with both), it is at least 5 % smaller than Golomb-Rice; else Golomb-Rice."""
-FFV1_THREADS = max(1, min(4, os.cpu_count() or 1))
-"""Slice threads an FFV1 record decodes on: one per slice, at most one per core."""
 RAW_WINDOW_LOG = 17
 """Gradient residuals are compressed at zstd level ``level - 2`` (at least 1) with a 128 KiB
 window: on residuals of bikes, bigbuckbunny and testvideo planes 3.6-6.3 % smaller than at
@@ -101,12 +95,6 @@ coding every delta: the same sizes on bikes, bigbuckbunny and goldeneye (48 fram
 testvideo (240; 0.1 % smaller), in both intra modes; margins up to 1.5 gave the same
 sizes, more slowly. (A cost proxy, the mean ``log2(1 + |r|)``, cost testvideo 12 % at a
 margin of 1.2: still regions code far below it.)"""
-FFV1_FORMATS = frozenset(
-    {"yuv420p", "yuv422p", "yuv444p", "gray", "yuv420p10le", "yuv422p10le", "yuv444p10le",
-     "gray10le"}
-)  # fmt: skip
-"""Planar formats an FFV1 raw record may hold (full-range ``yuvj`` planes are coded as
-their ``yuv`` twins: the bytes are the same)."""
 
 Segment = tuple[int, int, int]
 """(flat offset, rows, width)."""
@@ -172,114 +160,6 @@ def _samples(raw: bytes, dtype: np.dtype, n: int) -> np.ndarray:
     return np.ascontiguousarray(np.frombuffer(raw, np.uint8).reshape(k, n).T).view(dtype)[:, 0]
 
 
-# -- FFV1 records ----------------------------------------------------------------------------
-
-
-def ffv1_format(pix_fmt: str) -> str:
-    return pix_fmt.replace("yuvj", "yuv")
-
-
-class Ffv1Planes:
-    """Planar frames to FFV1 keyframe packets and back, through PyAV (one encoder each)."""
-
-    def __init__(
-        self,
-        pix_fmt: str,
-        planes: Sequence[tuple[int, int]],
-        extradata: bytes = b"",
-        options: dict[str, str] | None = None,
-    ) -> None:
-        self.options = dict(FFV1_OPTIONS if options is None else options)
-        self.pix_fmt, self.planes = ffv1_format(pix_fmt), [tuple(p) for p in planes]
-        self.height, self.width = self.planes[0]
-        self.dtype = np.dtype(np.uint8 if "10le" not in self.pix_fmt else "<u2")
-        self.extradata = extradata
-        self._encoder: list[Any] | None = None  # [av.VideoCodecContext, next pts]
-
-    def _frame(self, flat: np.ndarray) -> av.VideoFrame:
-        frame = av.VideoFrame(self.width, self.height, self.pix_fmt)
-        at = 0
-        for plane, (h, w) in zip(frame.planes, self.planes, strict=True):
-            rows = np.frombuffer(memoryview(plane), self.dtype).reshape(plane.height, -1)
-            rows[:h, :w] = flat[at : at + h * w].reshape(h, w)
-            at += h * w
-        return frame
-
-    def encode(self, flat: np.ndarray) -> bytes:
-        if self._encoder is None:  # this thread's encoder for these planes, kept open
-            key = (self.pix_fmt, self.width, self.height, tuple(sorted(self.options.items())))
-            cache = _contexts("encoders")
-            if key not in cache:
-                enc = av.CodecContext.create("ffv1", "w")
-                enc.width, enc.height, enc.pix_fmt = self.width, self.height, self.pix_fmt
-                enc.time_base = Fraction(1, 25)
-                enc.options = dict(self.options)
-                enc.open()
-                if len(cache) >= 4:
-                    cache.clear()
-                cache[key] = [enc, 0]  # the encoder, its next pts
-            self._encoder = cache[key]
-            self.extradata = bytes(self._encoder[0].extradata or b"")
-        frame = self._frame(flat)
-        frame.pts = self._encoder[1]
-        self._encoder[1] += 1
-        packets = self._encoder[0].encode(frame)
-        if len(packets) != 1:  # pragma: no cover - FFV1 has no delay
-            raise RuntimeError(f"FFV1 gave {len(packets)} packets for one frame")
-        return bytes(packets[0])
-
-    def decode(self, blob: memoryview, out: np.ndarray) -> None:
-        """Decode one packet into the flat ``out``; refuse anything but these planes."""
-        key = (self.pix_fmt, self.width, self.height, self.extradata)
-        cache = _contexts("decoders")
-        dec = cache.pop(key, None)
-        try:
-            if dec is None:
-                dec = av.CodecContext.create("ffv1", "r")
-                dec.width, dec.height = self.width, self.height
-                if self.extradata:
-                    dec.extradata = self.extradata
-                dec.thread_type, dec.thread_count = "SLICE", FFV1_THREADS
-                dec.open()
-            frames = dec.decode(av.Packet(bytes(blob)))
-        except av.FFmpegError as exc:
-            raise StoreCorrupt(f"an FFV1 record fails to decode: {exc}") from None
-        if len(cache) >= 4:
-            cache.clear()
-        cache[key] = dec  # kept for this thread's next record (a packet resets its state)
-        if len(frames) != 1:
-            raise StoreCorrupt("an FFV1 record does not decode to one frame")
-        frame = frames[0]
-        if (frame.format.name, frame.width, frame.height) != (
-            self.pix_fmt, self.width, self.height,
-        ):  # fmt: skip
-            raise StoreCorrupt("an FFV1 record decodes to frames of another format or size")
-        at = 0
-        for plane, (h, w) in zip(frame.planes, self.planes, strict=True):
-            rows = np.frombuffer(memoryview(plane), self.dtype).reshape(plane.height, -1)
-            out[at : at + h * w].reshape(h, w)[...] = rows[:h, :w]
-            at += h * w
-
-
-_CONTEXTS = threading.local()
-"""Each thread's open FFV1 decoders and encoders (opening one starts its slice threads and,
-for the range coder, builds its state tables: 6 ms at 720p, once per group before they
-were kept)."""
-_ORPHANS: list[object] = []
-"""Coders inherited through ``fork``: never used or freed in the child (freeing one would
-join slice threads that do not exist there)."""
-
-
-def _contexts(kind: str) -> dict[Any, Any]:
-    """This thread's FFV1 ``"decoders"`` or ``"encoders"``, anew in a forked child."""
-    if getattr(_CONTEXTS, "pid", None) != os.getpid():
-        if hasattr(_CONTEXTS, "coders"):
-            _ORPHANS.append(_CONTEXTS.coders)
-        _CONTEXTS.coders, _CONTEXTS.pid = {"decoders": {}, "encoders": {}}, os.getpid()
-    contexts: dict[Any, Any] = _CONTEXTS.coders[kind]
-    return contexts
-
-
 # -- encoding ----------------------------------------------------------------------------
 
 
@@ -307,7 +187,7 @@ def encode_planar(
     probe = zstd.ZstdCompressor(level=1)
     segs = segments(planes, luma_bands=luma_bands_for(planes))
     use_ffv1 = intra == "ffv1" and pix_fmt is not None and ffv1_format(pix_fmt) in FFV1_FORMATS
-    ffv1 = Ffv1Planes(pix_fmt, planes) if use_ffv1 and pix_fmt else None
+    ffv1 = Ffv1Planes(pix_fmt, planes, options=FFV1_OPTIONS) if use_ffv1 and pix_fmt else None
     ranged = (
         Ffv1Planes(pix_fmt, planes, options=FFV1_OPTIONS | FFV1_RANGE) if ffv1 and pix_fmt else None
     )
