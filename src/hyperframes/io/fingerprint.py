@@ -65,3 +65,29 @@ def with_fingerprint(info: dict[str, Any]) -> dict[str, Any]:
     if "path" not in info or "codec" not in info or "first_packets" in info:
         return info
     return info | video_fingerprint(info["path"])
+
+
+IDENTITY_KEYS = (
+    "file_bytes", "duration", "first_packets", "codec", "width", "height", "source_pix_fmt",
+    "fps", "frames",
+)  # fmt: skip
+"""The keys of a fingerprint (a store header's ``source``) that identify an input (see
+:func:`source_differences`)."""
+
+
+def source_differences(packed: dict[str, Any], resumed: dict[str, Any]) -> str:
+    """What differs between the input a store was packed from and the one resuming it.
+
+    Compares the :data:`IDENTITY_KEYS` both sources name (a video's byte size, duration,
+    a hash of its first packets, codec and frame facts; see
+    :func:`video_fingerprint`). The path is not compared: a
+    moved file is the same input.
+
+    Returns:
+        ``""`` when nothing differs, else e.g. ``"file_bytes: 123 vs 456, width: ..."``.
+    """
+    return ", ".join(
+        f"{key}: {packed[key]!r} vs {resumed[key]!r}"
+        for key in IDENTITY_KEYS
+        if key in packed and key in resumed and packed[key] != resumed[key]
+    )

@@ -162,31 +162,6 @@ def pixels_of(spec: FrameSpec, info: dict[str, Any]) -> dict[str, Any] | None:
     return {"layout": name, "width": layout.width, "height": layout.height, **tags_in(info)}
 
 
-IDENTITY_KEYS = (
-    "file_bytes", "duration", "first_packets", "codec", "width", "height", "source_pix_fmt",
-    "fps", "frames",
-)  # fmt: skip
-"""The keys of ``StoreHeader.source`` that identify an input (see :func:`source_differences`)."""
-
-
-def source_differences(packed: dict[str, Any], resumed: dict[str, Any]) -> str:
-    """What differs between the input a store was packed from and the one resuming it.
-
-    Compares the :data:`IDENTITY_KEYS` both sources name (a video's byte size, duration,
-    a hash of its first packets, codec and frame facts; see
-    :func:`hyperframes.io.fingerprint.video_fingerprint`). The path is not compared: a
-    moved file is the same input.
-
-    Returns:
-        ``""`` when nothing differs, else e.g. ``"file_bytes: 123 vs 456, width: ..."``.
-    """
-    return ", ".join(
-        f"{key}: {packed[key]!r} vs {resumed[key]!r}"
-        for key in IDENTITY_KEYS
-        if key in packed and key in resumed and packed[key] != resumed[key]
-    )
-
-
 @dataclass(frozen=True)
 class StoreState:
     """How far the store has been written; committed in the same transaction as each group."""

@@ -36,7 +36,7 @@ from .._version import __version__
 from ..errors import StoreError
 from ..frames import FrameSpec
 from ..hyper import decode_group, encode_group
-from ..io.fingerprint import with_fingerprint
+from ..io.fingerprint import source_differences, with_fingerprint
 from ..io.publish import check_output, lock_exclusive
 from . import _env
 from . import format as fmt
@@ -316,7 +316,7 @@ class StoreWriter:
                 f"({_settings(existing)}) than this resume ({_settings(self.header)}); "
                 "resume with the same settings or pack again with overwrite"
             )
-        differs = fmt.source_differences(existing.source, self.header.source)
+        differs = source_differences(existing.source, self.header.source)
         if differs:
             raise StoreError(
                 f"store {str(self.path)!r} was packed from another input ({differs}); resume "
