@@ -34,7 +34,8 @@ if _TYPE_CHECKING:
     from .engine.watch import Progress
     from .frames import FrameSpec
     from .io.base import Chunk, Footprint, Sink, Source
-    from .io.images import ImageSequenceSink, ImageSequenceSource
+    from .io.image_sink import ImageSequenceSink
+    from .io.images import ImageSequenceSource
     from .io.results import ResultsSink
     from .io.video import VideoSource
     from .io.video_sink import VideoSink
@@ -55,7 +56,7 @@ _LAZY = {
     "Footprint": ".io.base",
     "Sink": ".io.base",
     "Source": ".io.base",
-    "ImageSequenceSink": ".io.images",
+    "ImageSequenceSink": ".io.image_sink",
     "ImageSequenceSource": ".io.images",
     "ResultsSink": ".io.results",
     "VideoSource": ".io.video",

@@ -334,7 +334,7 @@ class Pipeline:
 
     def write_images(self, directory: str | Path, **options: Any) -> Pipeline:
         """Write every frame as an image file (see ``ImageSequenceSink`` for options)."""
-        from .io.images import ImageSequenceSink
+        from .io.image_sink import ImageSequenceSink
 
         return self.to(ImageSequenceSink(directory, **options))
 

@@ -10,7 +10,8 @@ import pytest
 
 from hyperframes.errors import CorruptFrame, FrameError, MediaError
 from hyperframes.frames import FrameSpec
-from hyperframes.io.images import ImageSequenceSink, ImageSequenceSource
+from hyperframes.io.image_sink import ImageSequenceSink
+from hyperframes.io.images import ImageSequenceSource
 
 
 def write_seq(folder: Path, frames: np.ndarray, *, batch: int = 4, **kwargs: object) -> str:

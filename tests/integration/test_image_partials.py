@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hyperframes import FrameSpec
-from hyperframes.io.images import ImageSequenceSink, remove_stale_partials
+from hyperframes.io.image_sink import ImageSequenceSink, remove_stale_partials
 from hyperframes.io.publish import host_name as _host
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX process ids")
@@ -25,7 +25,7 @@ WRITER = textwrap.dedent(
     import sys, time
     import numpy as np
     from hyperframes import FrameSpec
-    from hyperframes.io.images import ImageSequenceSink
+    from hyperframes.io.image_sink import ImageSequenceSink
 
     sink = ImageSequenceSink(sys.argv[1], workers=1)
     sink.open(FrameSpec((8, 8, 3)), {})

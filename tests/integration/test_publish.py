@@ -134,7 +134,7 @@ def test_video_sink_publishes_its_output(tmp_path, journal):
 
 
 def test_image_sink_publishes_every_file(tmp_path, journal):
-    from hyperframes.io.images import ImageSequenceSink
+    from hyperframes.io.image_sink import ImageSequenceSink
 
     folder = tmp_path / "frames"
     sink = ImageSequenceSink(folder, workers=2)

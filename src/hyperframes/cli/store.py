@@ -217,7 +217,7 @@ def _print_pack(
 
 def run_unpack(args: argparse.Namespace) -> int:
     from .. import Pipeline
-    from ..io.images import ImageSequenceSink
+    from ..io.image_sink import ImageSequenceSink
     from ..io.video_sink import VideoSink, encodes_planes
     from ..store.source import StoreSource
 

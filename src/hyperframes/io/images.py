@@ -2,44 +2,30 @@
 
 :class:`ImageSequenceSource` reads a folder (every image in it, in sorted name
 order), a printf pattern (``frames/frame_%06d.png``) or a glob (``frames/*.jpg``),
-decoding each batch on a few threads straight into the pool slot.
-:class:`ImageSequenceSink` writes one file per frame on a small thread pool into
-a hidden temporary folder and moves the files into place when the run succeeded. The
-temporary folder is named after the process that writes it, so a later sink on the same
-folder removes the ones a killed run left behind.
-
-Frames are RGB(A) in memory; the BGR order OpenCV uses on disk is converted here.
+decoding each batch on a few threads straight into the pool slot. Frames are RGB(A) in
+memory; the BGR order OpenCV uses on disk is converted here.
 
 Example:
     >>> source = ImageSequenceSource("shots/frame_%06d.png")  # doctest: +SKIP
-    >>> sink = ImageSequenceSink("out", pattern="f_{index:05d}.jpg", workers=2)  # doctest: +SKIP
 
-Longer than 300 lines: the image source and sink share the file-name patterns and their
-validation.
+The sink is ``io/image_sink.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import re
-import shutil
-import tempfile
-import time
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import cv2
 import numpy as np
 
 from ..errors import CorruptFrame, FrameError, MediaError
 from ..frames import FrameSpec
-from .base import Chunk, Sink, Source
-from .formats import CHANNELS, OnCorrupt, PixFmt, check_frames, frame_format
-from .publish import fsync_path, host_name, owner_of, publish_files, running, store_folder_of
+from .base import Chunk, Source
+from .formats import CHANNELS, OnCorrupt, PixFmt
 
 #: Extensions a folder source picks up.
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"})
@@ -51,15 +37,10 @@ _READ_FLAGS = {
     "rgba": cv2.IMREAD_UNCHANGED,
 }
 _TO_RGBA = {1: cv2.COLOR_GRAY2RGBA, 3: cv2.COLOR_BGR2RGBA, 4: cv2.COLOR_BGRA2RGBA}
-_FROM_RGB = {3: cv2.COLOR_RGB2BGR, 4: cv2.COLOR_RGBA2BGRA}
-#: The prefix of a sink's temporary folder, ``.partial-<host>-<pid>-<random>``.
-PARTIAL_PREFIX = ".partial-"
-#: A temporary folder whose name carries no process id (left by an older version) is
-#: stale once untouched this long.
-_UNNAMED_STALE_S = 86400.0
 
 
-def _default_workers() -> int:
+def default_workers() -> int:
+    """Threads that decode (or encode) a batch's images: one per core, at most four."""
     return max(1, min(4, os.cpu_count() or 1))
 
 
@@ -156,7 +137,7 @@ class ImageSequenceSource(Source):
             raise ValueError(f"need 0 <= start <= stop, got start={start}, stop={stop}")
         self.files = list_images(pattern_or_dir)[start:stop]
         self.start, self.pix_fmt, self.on_corrupt = start, pix_fmt, on_corrupt
-        self.workers = workers or _default_workers()
+        self.workers = workers or default_workers()
         if not self.files:
             raise ValueError(f"start={start} is past the last image; pass a smaller start")
         first = read_image(self.files[0], cv2.IMREAD_UNCHANGED)
@@ -246,205 +227,3 @@ class ImageSequenceSource(Source):
         return (
             f"ImageSequenceSource({self.info['path']!r}, spec={self.spec!r}, length={self.length})"
         )
-
-
-class ImageSequenceSink(Sink):
-    """Writes one image file per frame, named by frame id, on a small thread pool.
-
-    Files are written into a hidden temporary folder inside ``directory`` and moved into
-    place by :meth:`close` when the run succeeded, flushed to disk first; after a failure
-    the temporary folder is removed (and ``directory`` too if this sink created it and it
-    is empty). The temporary folder's name holds the host name and process id, and
-    :meth:`open` removes the temporary folders (``.partial-*``) of processes of this host
-    that are no longer running: those a killed run left behind.
-
-    Args:
-        directory: the output folder; created when missing.
-        pattern: a :meth:`str.format` template for file names with an ``index`` field;
-            its extension chooses the format (``.png``, ``.jpg``...).
-        workers: writing threads (``cv2.imwrite`` releases the GIL). At most
-            ``2 * workers`` frames wait for a thread, so memory stays bounded.
-        overwrite: replace existing files of the same names; otherwise an existing name is
-            an error (the first name is checked here, the others as they come).
-        params: extra ``cv2.imwrite`` parameters, e.g. ``[cv2.IMWRITE_JPEG_QUALITY, 95]``.
-
-    Raises:
-        ValueError: a pattern whose names would leave ``directory`` or that OpenCV
-            cannot write.
-        FileExistsError: the first output name exists and ``overwrite`` is false.
-    """
-
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        *,
-        pattern: str = "frame_{index:06d}.png",
-        workers: int | None = None,
-        overwrite: bool = False,
-        params: list[int] | None = None,
-    ) -> None:
-        self.directory = Path(directory)
-        self.pattern, self.overwrite = pattern, overwrite
-        self.workers = workers or _default_workers()
-        self.params = list(params or [])
-        first = self.name_of(0)
-        if first == self.name_of(1):
-            raise ValueError(
-                f"pattern {pattern!r} gives every frame the same name; add an index field, "
-                "e.g. 'frame_{index:06d}.png'"
-            )
-        suffix = Path(first).suffix
-        if not suffix.isascii() or not cv2.haveImageWriter(f"frame{suffix}"):
-            raise ValueError(f"OpenCV cannot write {first!r}; end the pattern with .png or .jpg")
-        if self.directory.is_symlink():
-            raise FileExistsError(
-                f"{str(self.directory)!r} is a symbolic link; outputs are never written "
-                "through links: name a real folder"
-            )
-        if self.directory.exists() and not self.directory.is_dir():
-            raise NotADirectoryError(
-                f"{str(self.directory)!r} is a file; name a folder (a new path)"
-            )
-        store = store_folder_of(self.directory)
-        if store is not None:
-            raise ValueError(
-                f"{str(self.directory)!r} is inside the store {str(store)!r}; write images "
-                "outside it"
-            )
-        if (self.directory / first).exists() and not overwrite:
-            raise FileExistsError(
-                f"{str(self.directory / first)!r} exists; pass overwrite=True or use another folder"
-            )
-        self._created = False
-        self._temp: Path | None = None
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: deque[Future[None]] = deque()
-        self._names: list[str] = []
-        self._spec: FrameSpec | None = None
-
-    def name_of(self, index: int) -> str:
-        """The file name of frame ``index``; ``ValueError`` if it is not a plain name."""
-        try:
-            name = self.pattern.format(index=index)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(
-                f"pattern must be a str.format template with an {{index}} field such as "
-                f"'frame_{{index:06d}}.png', got {self.pattern!r}"
-            ) from exc
-        seps = {os.sep, os.altsep or os.sep, "/", "\\"}
-        if not name or name in (".", "..") or any(sep in name for sep in seps) or "\0" in name:
-            raise ValueError(
-                f"pattern {self.pattern!r} gives {name!r} for frame {index}, which is not a "
-                "plain file name inside the output folder; remove separators and '..'"
-            )
-        return name
-
-    def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
-        """Create the output and temporary folders and the writing threads."""
-        frame_format(spec)  # refuses what imwrite cannot take
-        if not self.directory.exists():
-            self.directory.mkdir(parents=True)
-            self._created = True
-        remove_stale_partials(self.directory)
-        owner = f"{PARTIAL_PREFIX}{host_name()}-{os.getpid()}-"
-        self._temp = Path(tempfile.mkdtemp(prefix=owner, dir=self.directory))
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hf-images-write")
-        self._spec = spec
-
-    def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
-        """Queue one batch for writing; blocks while ``2 * workers`` frames are pending."""
-        if self._pool is None or self._temp is None or self._spec is None:
-            raise RuntimeError("ImageSequenceSink.write called before open() or after close()")
-        check_frames(frames, self._spec, f"image sink {str(self.directory)!r}")
-        for frame, number in zip(frames, index, strict=True):
-            name = self.name_of(int(number))
-            if not self.overwrite and (self.directory / name).exists():
-                raise FileExistsError(
-                    f"{str(self.directory / name)!r} exists; pass overwrite=True or use "
-                    "another folder"
-                )
-            while len(self._pending) >= 2 * self.workers:
-                self._pending.popleft().result()
-            # The conversion to OpenCV's channel order doubles as the copy the writer
-            # needs, since ``frames`` is only valid during this call.
-            channels = frame.shape[-1] if frame.ndim == 3 else 1
-            image = cv2.cvtColor(frame, _FROM_RGB[channels]) if channels > 1 else frame.copy()
-            self._pending.append(self._pool.submit(self._write_one, self._temp / name, image))
-            self._names.append(name)
-
-    def close(self, *, ok: bool) -> str | None:
-        """Move the files into place (``ok=True``) or remove them.
-
-        Returns:
-            The output folder, or ``None`` after ``ok=False``.
-        """
-        pool, temp, pending = self._pool, self._temp, self._pending
-        self._pool, self._temp = None, None
-        try:
-            if not ok:
-                for future in pending:
-                    future.cancel()
-            if pool is not None:
-                pool.shutdown(wait=True)
-            if ok and temp is not None:
-                for future in pending:
-                    future.result()  # each file was flushed by the thread that wrote it
-                moves = [(temp / name, self.directory / name) for name in self._names]
-                publish_files(moves, synced=True)
-                if self._created:
-                    fsync_path(self.directory.parent)
-                return str(self.directory)
-            return None
-        finally:
-            pending.clear()
-            if temp is not None:
-                shutil.rmtree(temp, ignore_errors=True)
-            if not ok and self._created:
-                with contextlib.suppress(OSError):  # not empty: someone else wrote there
-                    self.directory.rmdir()
-
-    def _write_one(self, path: Path, image: np.ndarray) -> None:
-        # encode in memory, write from Python: a full disk or a failed write is an OSError
-        # that says so (cv2.imwrite only returns False, and libpng prints to stderr)
-        ok, encoded = cv2.imencode(path.suffix, image, self.params)
-        if not ok:
-            raise MediaError(
-                f"OpenCV could not encode a frame as {path.suffix} for {str(path)!r}; "
-                "check the image params"
-            )
-        with open(path, "wb") as out:
-            out.write(encoded.data)
-            out.flush()
-            os.fsync(out.fileno())
-
-    def __repr__(self) -> str:
-        return f"ImageSequenceSink({str(self.directory)!r}, pattern={self.pattern!r})"
-
-
-def remove_stale_partials(directory: str | os.PathLike[str]) -> list[Path]:
-    """Remove the temporary folders (``.partial-*``) that killed sinks left in ``directory``.
-
-    A folder is stale when the process named in it (``.partial-<host>-<pid>-<random>``)
-    ran on this host and is no longer running. Folders of other hosts (a shared disk)
-    and of running processes are kept; a folder whose name holds no process id is
-    removed once untouched for a day.
-
-    Returns:
-        The folders removed.
-    """
-    removed = []
-    for folder in Path(directory).glob(f"{PARTIAL_PREFIX}*"):
-        owner = owner_of(folder.name[len(PARTIAL_PREFIX) :])
-        try:
-            if not folder.is_dir() or folder.is_symlink():
-                continue
-            if owner is None:
-                if time.time() - folder.stat().st_mtime < _UNNAMED_STALE_S:
-                    continue
-            elif owner[0] != host_name() or running(owner[1]):
-                continue
-            shutil.rmtree(folder)
-        except OSError:
-            continue  # another sink removed it first, or it is not ours to remove
-        removed.append(folder)
-    return removed
