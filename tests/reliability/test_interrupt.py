@@ -46,7 +46,7 @@ from hyperframes.cli import main as cli_main
 from hyperframes.errors import StoreError
 from hyperframes.io.video import VideoSource
 from hyperframes.store import FrameStore, StoreSink
-from hyperframes.store.writer import resume_point
+from hyperframes.store.resume import resume_point
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL]
 HANDLED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}

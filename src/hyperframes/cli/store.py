@@ -101,9 +101,8 @@ def run_pack(args: argparse.Namespace) -> int:
     from ..hyper.grouping import GroupingOptions
     from ..io.video import VideoSource
     from ..store import StoreSink, StoreWriter
-    from ..store.resume import check_resumed_frame
+    from ..store.resume import check_resumed_frame, resume_point
     from ..store.sink import plan_pack
-    from ..store.writer import resume_point
 
     tier: Tier = "lossless" if args.psnr is None else "psnr"
     start, complete = resume_point(args.store) if args.resume else (0, False)

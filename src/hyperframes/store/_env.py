@@ -377,3 +377,19 @@ def _size(n: int) -> str:
         if n >= 1 << shift:
             return f"{n / (1 << shift):.3g} {unit}"
     return f"{n} bytes"
+
+
+def write_error(path: Path, exc: lmdb.Error, need: int) -> Exception:
+    """What a failed commit means: LMDB reports a full disk as ``Input/output error``."""
+    kept = "the groups committed before are kept, and pack --resume continues after them"
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        free = None
+    if free is not None and free < 2 * need + (1 << 20):
+        return OSError(
+            errno.ENOSPC,
+            f"no space left on the device of store {str(path)!r} ({free} bytes free, the "
+            f"next group needs {need}; LMDB said: {exc}); free space: {kept}",
+        )
+    return StoreError(f"writing store {str(path)!r} failed ({exc}); {kept}")

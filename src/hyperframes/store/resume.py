@@ -1,5 +1,5 @@
-"""A resume continues the same frames: the input's frame at the last stored index must be
-the stored one.
+"""Where a pack resumes (:func:`resume_point`), and that it continues the same frames: the
+input's frame at the last stored index must be the stored one.
 
 The store's input check (byte size, duration, a hash of the first packets) cannot see an
 input that differs later on, nor frames numbered otherwise (a seek that lands elsewhere).
@@ -11,6 +11,7 @@ lossy ones. ``pack --resume`` calls it once the store's input and settings are c
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,8 @@ import numpy as np
 from ..errors import StoreError
 from ..hyper.quality import psnr
 from ..io.video import VideoSource
+from . import _env
+from . import format as fmt
 from .lmdb_store import FrameStore
 
 
@@ -46,3 +49,27 @@ def check_resumed_frame(
             f"{str(store)!r}: the input differs from the one packed (or numbers its frames "
             "otherwise); pack it into a new store, or pass --overwrite to start again"
         )
+
+
+def resume_point(path: str | os.PathLike[str]) -> tuple[int, bool]:
+    """``(frames committed, complete)`` of a store to resume; ``(0, False)`` when there is
+    none yet, or when a pack was killed before it wrote the header.
+
+    Raises:
+        StoreError, StoreCorrupt: a store that cannot be read.
+    """
+    folder = Path(path)
+    data = folder / _env.DATA_FILE
+    if not data.is_file() or data.stat().st_size == 0:  # killed before LMDB wrote a page
+        return 0, False
+    handles = _env.acquire(folder, writable=False)
+    try:
+        with handles.env.begin() as txn:
+            raw_header, raw_state = txn.get(fmt.HEADER_KEY), txn.get(fmt.STATE_KEY)
+        if raw_header is None and raw_state is None:
+            return 0, False
+        fmt.parse_header(raw_header)
+        state = fmt.parse_state(raw_state)
+        return state.frames, state.complete
+    finally:
+        _env.release(folder)

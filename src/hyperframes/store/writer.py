@@ -21,7 +21,6 @@ import contextlib
 import errno
 import math
 import os
-import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any, cast
 import lmdb
 import numpy as np
 
-from .._choices import INTRAS, TIERS, Intra, Tier
+from .._choices import INTRAS, TIERS, Intra, Tier, check_intra
 from .._version import __version__
 from ..errors import StoreError
 from ..frames import FrameSpec
@@ -119,7 +118,7 @@ class StoreWriter:
         self.path = Path(path)
         info = with_fingerprint(dict(info or {}))  # a resumed pack checks the input is the same
         pixels = fmt.pixels_of(spec, info)
-        _check_intra(intra, planes=pixels is not None)
+        check_intra(intra, planes=pixels is not None)
         self.header = fmt.StoreHeader(
             spec, fmt.json_safe(info), tier, psnr, level, grouping, __version__,
             intra=intra, pixels=pixels,
@@ -380,7 +379,7 @@ class StoreWriter:
                 # doubles, within 1 TiB and the disk's free space; past that OSError(ENOSPC)
                 _env.grow_map(self._env, self.path, need=len(item.data))
             except lmdb.Error as exc:
-                raise _write_error(self.path, exc, len(item.data)) from exc
+                raise _env.write_error(self.path, exc, len(item.data)) from exc
         self.state = new
 
     def _put_state(self, state: fmt.StoreState) -> fmt.StoreState:
@@ -397,58 +396,3 @@ def _settings(h: fmt.StoreHeader) -> str:
         f"{h.spec.describe()}, tier={h.tier}, psnr={h.psnr}, level={h.level}, "
         f"intra={h.intra}, {h.grouping}"
     )
-
-
-def _write_error(path: Path, exc: lmdb.Error, need: int) -> Exception:
-    """What a failed commit means: LMDB reports a full disk as ``Input/output error``."""
-    kept = "the groups committed before are kept, and pack --resume continues after them"
-    try:
-        free = shutil.disk_usage(path).free
-    except OSError:
-        free = None
-    if free is not None and free < 2 * need + (1 << 20):
-        return OSError(
-            errno.ENOSPC,
-            f"no space left on the device of store {str(path)!r} ({free} bytes free, the "
-            f"next group needs {need}; LMDB said: {exc}); free space: {kept}",
-        )
-    return StoreError(f"writing store {str(path)!r} failed ({exc}); {kept}")
-
-
-def resume_point(path: str | os.PathLike[str]) -> tuple[int, bool]:
-    """``(frames committed, complete)`` of a store to resume; ``(0, False)`` when there is
-    none yet, or when a pack was killed before it wrote the header.
-
-    Raises:
-        StoreError, StoreCorrupt: a store that cannot be read.
-    """
-    folder = Path(path)
-    data = folder / _env.DATA_FILE
-    if not data.is_file() or data.stat().st_size == 0:  # killed before LMDB wrote a page
-        return 0, False
-    handles = _env.acquire(folder, writable=False)
-    try:
-        with handles.env.begin() as txn:
-            raw_header, raw_state = txn.get(fmt.HEADER_KEY), txn.get(fmt.STATE_KEY)
-        if raw_header is None and raw_state is None:
-            return 0, False
-        fmt.parse_header(raw_header)
-        state = fmt.parse_state(raw_state)
-        return state.frames, state.complete
-    finally:
-        _env.release(folder)
-
-
-def _check_intra(intra: str, *, planes: bool) -> None:
-    """Refuse an intra coding that does not apply to the store's frames (it would be
-    ignored silently)."""
-    if intra == "webp" and planes:
-        raise ValueError(
-            "intra='webp' codes RGB frames, and these frames are a video's planes; pass "
-            "intra='gradient' or 'ffv1', or store RGB (pix_fmt='rgb24' when packing)"
-        )
-    if intra == "ffv1" and not planes:
-        raise ValueError(
-            "intra='ffv1' codes a video's planes, and these frames are not; pass "
-            "intra='gradient' or 'webp'"
-        )
