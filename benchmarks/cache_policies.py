@@ -25,8 +25,8 @@ import numpy as np
 
 from hyperframes import FrameSpec
 from hyperframes.store import FrameStore, StoreWriter
+from hyperframes.store.access import Decode, decodes_group, read_ahead_group
 from hyperframes.store.cache import POLICIES, make_cache
-from hyperframes.store.lmdb_store import Decode, decodes_group, read_ahead_group
 
 FRAMES = 20_000
 REQUESTS = 100_000

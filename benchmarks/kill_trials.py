@@ -288,7 +288,7 @@ def progressed(command: str, out: Path) -> Callable[[], bool]:
     """Whether the command has written its first output: a committed group (``pack``),
     bytes in the hidden video, an image in the hidden folder."""
     if command == "pack":
-        from hyperframes.store.writer import resume_point
+        from hyperframes.store.resume import resume_point
 
         return lambda: resume_point(out)[0] > 0
     if command == "unpack-images":
@@ -307,7 +307,7 @@ def done_frames(command: str, out: Path) -> int:
     """Frames an interrupted run left: committed (``pack``), decodable in the hidden temp
     (a video after SIGKILL), images in the hidden folder; 0 when the temp was removed."""
     if command == "pack":
-        from hyperframes.store.writer import resume_point
+        from hyperframes.store.resume import resume_point
 
         return resume_point(out)[0]
     if command == "unpack-images":
@@ -343,7 +343,7 @@ def finished(command: str, out: Path, expected: Content) -> Callable[[int], bool
 
     def check(returncode: int) -> bool:
         if command == "pack":
-            from hyperframes.store.writer import resume_point
+            from hyperframes.store.resume import resume_point
 
             return returncode == 0 or resume_point(out)[0] >= len(expected)
         if command == "unpack-images":

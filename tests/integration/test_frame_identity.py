@@ -19,7 +19,8 @@ from hyperframes.errors import MediaError
 from hyperframes.io.frame_table import scan
 from hyperframes.segments import video_frames
 from hyperframes.store import writer as writer_module
-from hyperframes.store.writer import StoreWriter, resume_point
+from hyperframes.store.resume import resume_point
+from hyperframes.store.writer import StoreWriter
 
 
 def rate_change(path: Path, frames: np.ndarray, *, change: int, fmt: str | None = None) -> Path:

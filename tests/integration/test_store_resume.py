@@ -16,7 +16,7 @@ import pytest
 
 from hyperframes.cli import store as cli
 from hyperframes.store import FrameStore
-from hyperframes.store.writer import resume_point
+from hyperframes.store.resume import resume_point
 
 CLI = """
 import argparse, sys

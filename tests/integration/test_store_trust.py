@@ -16,7 +16,8 @@ from hyperframes.cli import Terminated, main, signals_interrupt
 from hyperframes.errors import StoreError
 from hyperframes.hyper.grouping import GroupingOptions
 from hyperframes.store import writer as writer_module
-from hyperframes.store.writer import StoreWriter, resume_point
+from hyperframes.store.resume import resume_point
+from hyperframes.store.writer import StoreWriter
 
 SPEC = hf.FrameSpec((24, 32, 3))
 

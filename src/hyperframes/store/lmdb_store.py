@@ -32,64 +32,28 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import lmdb
 import numpy as np
 
 from ..engine.watch import CacheTier
 from ..errors import StoreCorrupt, StoreError
-from ..frames import FrameSpec, describe_shape
+from ..frames import FrameSpec
 from ..hyper import decode_frame, decode_group
 from ..hyper import group_header as group_format
 from ..io.layouts import to_rgb
 from . import _env
 from . import format as fmt
+from .access import Decode, StoreThreads, decodes_group, read_ahead_group
 from .cache import DEFAULT_POLICY, CacheStats, Policy, TieredCache
+from .checks import checked_frame, checked_group, checked_record, corrupt
 from .info import StoreInfo
 from .table import GroupTable, read_rows
 from .writer import StoreWriter
-
-Decode = Literal["auto", "group", "frame"]
-READ_AHEAD_REACH = 8
-"""An access within this many frames of the previous one is a local move (playback or
-scrubbing), not a jump."""
-
-BAND_THREADS = 4
-"""Most threads a store decodes the bands of a frame on (fewer on fewer cores)."""
-
-
-def is_local_move(frame: int, last: int | None) -> bool:
-    """Whether an access to ``frame`` after one to ``last`` moves by 1..READ_AHEAD_REACH."""
-    return last is not None and 0 < abs(frame - last) <= READ_AHEAD_REACH
-
-
-GROUP_DECODE_MAX = 16
-"""``decode="auto"`` decodes whole groups of up to this many frames (a 50-frame 720p group
-takes about 0.4 s: longer ones are read frame by frame, each 10-25 ms)."""
-
-
-def decodes_group(decode: Decode, frame: int, last: int | None, length: int) -> bool:
-    """Whether a miss on ``frame`` (after an access to ``last``) decodes its whole group of
-    ``length`` frames."""
-    if decode == "group":
-        return True
-    return decode == "auto" and length <= GROUP_DECODE_MAX and is_local_move(frame, last)
-
-
-def read_ahead_group(frame: int, last: int | None, group: int, groups: int) -> int | None:
-    """The group to read ahead after an access to ``frame`` (in ``group``), or ``None``.
-
-    Moving forward (``0 < frame - last <= READ_AHEAD_REACH``) reads the next group;
-    moving back by as much reads the previous one.
-    """
-    if last is None or not is_local_move(frame, last):
-        return None
-    target = group + 1 if frame > last else group - 1
-    return target if 0 <= target < groups else None
 
 
 class FrameStore:
@@ -103,9 +67,9 @@ class FrameStore:
         decode: on a miss, ``"group"`` decodes the whole hyperframe and caches every frame
             of it (neighbours come almost free); ``"frame"`` decodes only the frame asked
             for (and the records it depends on); ``"auto"`` (default) decodes the whole
-            group when the access moves locally (by 1..:data:`READ_AHEAD_REACH` frames
+            group when the access moves locally (by 1..:data:`~.access.READ_AHEAD_REACH` frames
             from the last one: playback, scrubbing) and the group has at most
-            :data:`GROUP_DECODE_MAX` frames, else only the frame (a random frame of a
+            :data:`~.access.GROUP_DECODE_MAX` frames, else only the frame (a random frame of a
             50-frame 720p group costs 10-25 ms alone, about 0.4 s with its group).
             With either ``"group"`` or ``"auto"``, a group is decoded whole (and read
             ahead) only when the hot tier can hold it; otherwise frame by frame.
@@ -137,18 +101,11 @@ class FrameStore:
         self.path = Path(path)
         self.cache = TieredCache(hot_bytes=hot_bytes, warm_bytes=warm_bytes, policy=policy)
         self.decode, self.read_ahead = decode, read_ahead
-        # guards _closed, _inflight, _pool and _bands: the caller's threads and the
-        # read-ahead thread all reach them
-        self._threads_lock = threading.Lock()
+        self._threads = StoreThreads()
         self._handles = _env.acquire(self.path, writable=False)
-        self._closed = False
         self._cold_lock = threading.Lock()
         self._cold_reads = 0
         self._last: int | None = None
-        self._inflight: dict[int, Future[list[np.ndarray]]] = {}
-        self._pool: ThreadPoolExecutor | None = None
-        self._bands: ThreadPoolExecutor | None = None  # decodes the bands of a frame at once
-        self._bands_pid = os.getpid()
         try:
             with self._begin() as txn:
                 self.header = fmt.parse_header(txn.get(fmt.HEADER_KEY))
@@ -235,7 +192,7 @@ class FrameStore:
         i = self._index(index)
         g = self.groups.group_of(i)
         if not self.cache.hot.peek(i):
-            self._await_read_ahead(g)
+            self._threads.wait(g)
         frame = self.cache.hot.get(i)
         if frame is None:
             frame = self._miss(i, g)
@@ -322,30 +279,9 @@ class FrameStore:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def _band_pool(self) -> ThreadPoolExecutor:
-        """The threads that decode the bands of one frame in parallel: this store's own,
-        started on first use and shut down by :meth:`close` (anew in a forked child,
-        where the parent's threads do not exist)."""
-        with self._threads_lock:  # the read-ahead thread and the caller's may both ask
-            if self._bands is None or self._bands_pid != os.getpid():
-                self._bands_pid = os.getpid()
-                threads = min(BAND_THREADS, os.cpu_count() or 1)
-                self._bands = ThreadPoolExecutor(threads, thread_name_prefix="hf-store-bands")
-            return self._bands
-
     def close(self) -> None:
-        with self._threads_lock:
-            if self._closed:
-                return
-            self._closed = True  # no read-ahead starts from now on
-            ahead, self._pool = self._pool, None
-            self._inflight.clear()
-        if ahead is not None:  # outside the lock: a running read-ahead may need it
-            ahead.shutdown(wait=True, cancel_futures=True)
-        with self._threads_lock:
-            bands, self._bands = self._bands, None
-        if bands is not None:
-            bands.shutdown(wait=True, cancel_futures=True)
+        if not self._threads.close():
+            return
         self.cache.clear()
         _env.release(self.path)
 
@@ -366,7 +302,7 @@ class FrameStore:
     # -- internals -----------------------------------------------------------------------
 
     def _begin(self) -> Any:
-        if self._closed:
+        if self._threads.closed:
             raise StoreError(f"store {str(self.path)!r} is closed")
         env = self._handles.env
         try:
@@ -408,77 +344,21 @@ class FrameStore:
             raw = txn.get(fmt.group_key(g), db=self._handles.records)
             data = None if raw is None else bytes(raw)
             self._cold_reads += 1
-        first, stop = self.groups.span(g)
-        where, span = f"group {g} (frames {first}..{stop - 1})", range(first, stop)
-        if data is None or len(data) != int(self.groups.record_bytes[g]):
-            raise _corrupt(
-                f"the record of {where} is missing or the wrong size", range(first, stop)
-            )
-        if fmt.checksum(data) != int(self.groups.record_hashes[g]):
-            raise _corrupt(f"the record of {where} fails its checksum", span)
-        record = data, self._checked_header(data, where, span)
+        record = checked_record(data, g, self.groups, self.header.spec)
         if cached:
-            self.cache.warm.put(g, record, len(data))
+            self.cache.warm.put(g, record, len(record[0]))
         return record
-
-    def _checked_header(self, data: bytes, where: str, span: range) -> group_format.Header:
-        """The record's own header, refused if it disagrees with the table and the store
-        header before decoding: its sizes decide what decoding allocates."""
-        try:
-            head = group_format.parse_header(data)
-        except StoreCorrupt as exc:
-            raise _corrupt(f"the record of {where}: {exc}", span) from None
-        spec = self.header.spec
-        if (head.count, head.shape, head.dtype) != (len(span), spec.shape, spec.dtype):
-            got = f"{head.count} frames of {describe_shape(head.shape, head.dtype)}"
-            raise _corrupt(
-                f"the record of {where} holds {got}, but the header says "
-                f"{spec.describe()} and the table {len(span)} frames", span,
-            )  # fmt: skip
-        return head
-
-    def _check(self, frame: np.ndarray, i: int, g: int) -> np.ndarray:
-        spec = self.header.spec
-        if frame.shape != spec.shape or frame.dtype != spec.dtype:
-            raise _corrupt(
-                f"frame {i} (group {g}) decodes to "
-                f"{describe_shape(frame.shape, frame.dtype)}, but the header says "
-                f"{spec.describe()}", [i],
-            )  # fmt: skip
-        if fmt.checksum(frame) != int(self.groups.checksums[i]):
-            raise _corrupt(f"frame {i} (group {g}) fails its checksum", [i])
-        frame.flags.writeable = False
-        return frame
 
     def _load_group(self, g: int, *, cached: bool = True) -> np.ndarray:
         first, stop = self.groups.span(g)
         data, header = self._record(g, cached=cached)
         try:
-            frames = decode_group(data, header=header, pool=self._band_pool())
+            frames = decode_group(data, header=header, pool=self._threads.bands())
         except StoreCorrupt as exc:
-            raise _corrupt(
+            raise corrupt(
                 f"group {g} (frames {first}..{stop - 1}): {exc}", range(first, stop)
             ) from None
-        if len(frames) != stop - first:
-            raise _corrupt(
-                f"group {g} decodes to {len(frames)} frames; the table says {stop - first}",
-                range(first, stop),
-            )  # fmt: skip
-        spec = self.header.spec
-        if frames.shape[1:] != spec.shape or frames.dtype != spec.dtype:
-            got = describe_shape(frames.shape[1:], frames.dtype)
-            raise _corrupt(
-                f"group {g} decodes to frames of {got}, but the header says "
-                f"{spec.describe()}", range(first, stop),
-            )  # fmt: skip
-        bad = [first + j for j in range(len(frames)) if not self._ok(frames[j], first + j)]
-        if bad:
-            raise _corrupt(f"frames {bad} (group {g}) fail their checksums", bad)
-        frames.flags.writeable = False
-        return frames
-
-    def _ok(self, frame: np.ndarray, i: int) -> bool:
-        return fmt.checksum(frame) == int(self.groups.checksums[i])
+        return checked_group(frames, g, self.groups, self.header.spec)
 
     def _fits(self, g: int) -> bool:
         """Whether the hot tier can hold group ``g`` decoded."""
@@ -490,10 +370,10 @@ class FrameStore:
         if not (self._fits(g) and decodes_group(self.decode, i, self._last, stop - first)):
             try:
                 data, header = self._record(g)
-                frame = decode_frame(data, i - first, header=header, pool=self._band_pool())
+                frame = decode_frame(data, i - first, header=header, pool=self._threads.bands())
             except StoreCorrupt as exc:
-                raise _corrupt(f"frame {i} (group {g}): {exc}", [i]) from None
-            frame = self._check(frame, i, g)
+                raise corrupt(f"frame {i} (group {g}): {exc}", [i]) from None
+            frame = checked_frame(frame, i, g, self.groups, self.header.spec)
             self.cache.hot.put(i, frame, frame.nbytes)
             return frame
         return self._fill_hot(g)[i - first]
@@ -513,37 +393,4 @@ class FrameStore:
         first, _ = self.groups.span(g)
         if self.cache.hot.peek(first) or not self._fits(g):
             return
-        with self._threads_lock:
-            for done in [k for k, f in self._inflight.items() if f.done()]:
-                del self._inflight[done]  # a failed one included: it is never re-raised
-            if self._closed or g in self._inflight or len(self._inflight) >= 2:
-                return
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="hf-store-ahead")
-            self._inflight[g] = self._pool.submit(self._fill_hot, g, ahead=True)
-
-    def _await_read_ahead(self, g: int) -> None:
-        """Wait for the read-ahead of group ``g`` if one was started (then the access is a hit).
-
-        A read-ahead that failed is forgotten, not re-raised: the caller goes on to read
-        the group itself, which raises the group's own error if it really is damaged (a
-        read-ahead can also fail for reasons of its own, or be cancelled by :meth:`close`).
-        """
-        with self._threads_lock:
-            pending = self._inflight.get(g)
-        if pending is None:
-            return
-        try:
-            pending.result()
-        except Exception:
-            with self._threads_lock:
-                if self._inflight.get(g) is pending:
-                    del self._inflight[g]
-
-
-def _corrupt(message: str, frames: range | list[int]) -> StoreCorrupt:
-    """A :class:`StoreCorrupt` whose ``frames`` attribute lists the damaged frame ids."""
-    advice = "; the store is damaged: run verify, then re-pack or restore"
-    exc = StoreCorrupt(message if message.endswith(advice) else message + advice)
-    exc.frames = list(frames)  # type: ignore[attr-defined]
-    return exc
+        self._threads.read_ahead(g, lambda: self._fill_hot(g, ahead=True))
