@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 import pytest
 
-import hyperframes.io.video as video_module
+import hyperframes.io.convert as convert_module
 from hyperframes import Pipeline
 from hyperframes.io.video import VideoSource
 
@@ -54,7 +54,7 @@ def test_fast_colour_differs_as_documented(
     diff = np.abs(source_frames(path).astype(np.int16) - pyav_frames(path, "rgb24"))
     assert int(diff.max()) == largest
     assert float(diff.mean()) == pytest.approx(mean, abs=0.01)
-    doc = " ".join((video_module.__doc__ or "").split())  # the figures the note states
+    doc = " ".join((convert_module.__doc__ or "").split())  # the figures the note states
     assert "mean 1.03 levels on bigbuckbunny and 1.15 on bikes" in doc
     assert "maximum is 16 on bigbuckbunny and 3 on bikes" in doc
 
