@@ -19,36 +19,29 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .engine.faults import FaultPolicy
 from .engine.report import RunReport
 from .engine.runner import Runner, exclusive
-from .engine.stage import Call, Stage, Strategy, on_frames
+from .engine.stage import Stage
 from .engine.watch import Monitor, ProgressFn
-from .engine.window import HaloStream, WindowCall, check_window, halo_footprint
 from .executors import Executor, get_executor
-from .frames import Batch, FrameSpec, check_batch_size
-from .hyper.agree import agreement
-from .hyper.reuse import ReuseStrategy, mse_bound
-from .hyper.target import TargetReuse, check_target, held
-from .io.arrays import ArraySource, IndexSource, IterableSource, check_frame
-from .io.base import Footprint, Sink, Source
+from .frames import FrameSpec, check_batch_size
+from .io.arrays import ArraySource, IndexSource, IterableSource
+from .io.base import Sink, Source
 from .io.callbacks import CallbackSink, CollectSink, NullSink
 from .io.handoff import Batches
 from .models import PerWorker
+from .stages import map_stages, name_of, render_stage
 
 if TYPE_CHECKING:
     from .hyper.distance import DistanceKind
     from .hyper.grouping import Rule
 
 DEFAULT_SLOT_TIMEOUT = 300.0
-#: Where a rendered frame's expected shape comes from, as error messages say it.
-RENDERED = "as the render's spec says (spec= in the API, --size on the command line)"
 
 
 @dataclass(frozen=True)
@@ -121,10 +114,7 @@ class Pipeline:
         if not callable(fn):
             raise TypeError(f"from_generator needs a callable fn(i), got {type(fn).__name__}")
 
-        stage = Stage(
-            f"render:{_name_of(fn)}", RenderInto(fn, spec), call=render_call, workers=workers
-        )
-        return cls(IndexSource(count, spec, start), batch_size, (stage,))
+        return cls(IndexSource(count, spec, start), batch_size, (render_stage(fn, spec, workers),))
 
     # -- stages --------------------------------------------------------------------------
 
@@ -191,72 +181,13 @@ class Pipeline:
             raise TypeError(f"map needs a callable, got {type(fn).__name__}")
         if isinstance(fn, type):  # a model class: one instance per worker, set up once
             fn = PerWorker(fn)
-        if reuse not in ("none", "base"):
-            raise ValueError(f"reuse must be 'none' or 'base', got {reuse!r}")
-        if reuse == "base" and window is not None:
-            raise ValueError("reuse='base' and window= do not combine; use one per stage")
-        if reuse == "none" and (reuse_psnr, reuse_mse, verify_every) != (None, None, None):
-            raise ValueError("reuse_psnr=, reuse_mse= and verify_every= need reuse='base'")
-        if reuse_target is not None and (reuse == "base" or window is not None):
-            raise ValueError(
-                "reuse_target= chooses the frames to compute itself; it does not combine with "
-                "reuse='base' or window="
-            )
-        if agree is not None and reuse_target is None and reuse == "none":
-            raise ValueError("agree= needs reuse_target= (or reuse='base' with verify_every=)")
-        compare = agreement(agree, frames=into is None)
-        label = self._unique(name or f"map:{_name_of(fn)}")
-        faults = FaultPolicy(retries=retries, backoff=backoff) if retries else None
-        stages: list[Stage] = []
-        call: Call = on_frames
-        if window is not None:
-            before, after = check_window(window)
-            stages.append(
-                Stage(
-                    f"{label}:halo",
-                    make_stream=lambda size: HaloStream(before, after),
-                    keeps=halo_footprint(before, after),
-                )
-            )
-            call = WindowCall(before, after)
-        make_strategy: Callable[[], Strategy] | None = None
-        split, keeps = 1, None
-        if reuse == "base":
-            bound = mse_bound(reuse_psnr=reuse_psnr, reuse_mse=reuse_mse)
-            split, workers = workers, 1  # one thread keeps order; `split` compute at once
-            make_strategy = partial(
-                ReuseStrategy,
-                bound,
-                verify_every=verify_every,
-                stage=label,
-                split=split,
-                frames_out=into is None,
-                agree=compare,
-            )
-        elif reuse_target is not None:
-            target = check_target(reuse_target)
-            split, workers = workers, 1
-            make_strategy = partial(
-                TargetReuse, target, compare, stage=label, split=split, frames_out=into is None
-            )
-            keeps = Footprint(label, held_batches=held(split))
-
-        stages.append(
-            Stage(
-                label,
-                fn,
-                call,
-                workers=workers,
-                spec=spec,
-                queue=queue,
-                into=into,
-                ordered=stateful,
-                faults=faults,
-                make_strategy=make_strategy,
-                split=split,
-                keeps=keeps,
-            )
-        )
+        label = self._unique(name or f"map:{name_of(fn)}")
+        stages = map_stages(
+            fn, label, workers=workers, spec=spec, queue=queue, into=into, window=window,
+            stateful=stateful, reuse=reuse, reuse_psnr=reuse_psnr, reuse_mse=reuse_mse,
+            verify_every=verify_every, reuse_target=reuse_target, agree=agree, retries=retries,
+            backoff=backoff,
+        )  # fmt: skip
         return dataclasses.replace(self, stages=(*self.stages, *stages))
 
     def group(
@@ -458,23 +389,3 @@ class Pipeline:
             f"Pipeline({type(self.source).__name__} {self.source.spec.describe()} -> {names} "
             f"-> {type(self.sink).__name__}, batch_size={self.batch_size})"
         )
-
-
-class RenderInto:
-    """Renders frames ``fn(i)`` into a batch's slot, checking each (picklable for executors)."""
-
-    def __init__(self, fn: Callable[[int], np.ndarray], spec: FrameSpec) -> None:
-        self.fn, self.spec = fn, spec
-
-    def __call__(self, ids: np.ndarray, out: np.ndarray) -> None:
-        name = _name_of(self.fn)
-        for j, i in enumerate(ids.tolist()):
-            out[j] = check_frame(self.fn(i), self.spec, i, origin=f"{name}({i})", fixed_by=RENDERED)
-
-
-def render_call(fn: Callable[..., Any], batch: Batch) -> None:
-    fn(batch.index, batch.frames)
-
-
-def _name_of(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "__name__", None) or type(fn).__name__

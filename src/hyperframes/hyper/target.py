@@ -58,6 +58,7 @@ import numpy as np
 from ..engine.figures import TargetFigures
 from ..frames import Batch
 from ._rows import RowComputer, assemble
+from ._tally import Tally
 from .agree import Agreement
 from .glance import change, changes, thumbnails
 
@@ -92,8 +93,6 @@ GATHER = 2
 """Batches a worker may wait for before a round runs with fewer calls than workers."""
 RECENT = 0.25
 """Weight of the newest sample in the running agreement that gates growth."""
-Z = 1.645
-"""One-sided 95 % normal quantile for the lower bound."""
 
 
 class TargetReuse:
@@ -134,7 +133,7 @@ class TargetReuse:
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()  # summary() is read by monitors on other threads
         self.frames = self.calls = self.verified = self.refined = 0
-        self._weight = self._weighted = self._weight_sq = 0.0
+        self._tally = Tally()  # the verified samples, weighted
         # by position in the stream: the batches held, the thumbnails of their frames and
         # of the last computed frame before them, the answers computed, the frames tried
         self._seen = 0
@@ -240,7 +239,7 @@ class TargetReuse:
             for score, weight in scored:
                 self._recent += RECENT * (score - self._recent)
                 self._rescale(math.exp(LEARN * weight * (score - (1 - self._budget))))
-                self._learn(score, weight)
+                self._tally.add(score, weight=weight)
 
     def _refined(
         self, compute: Callable[[Batch], Any], *, planned: Collection[int] = ()
@@ -404,7 +403,7 @@ class TargetReuse:
     def _floor(self) -> float:
         """The least share of shared frames to compute so that answers that go wrong even
         where frames look alike (a detector that flickers) stay within the error budget."""
-        wrong = (self._weight - self._weighted + PRIOR * PRIOR_WRONG) / (self._weight + PRIOR)
+        wrong = self._tally.wrong(PRIOR, PRIOR_WRONG)
         return min(0.95, max(0.0, 1 - self._budget / wrong))
 
     def _sample(self, shared: list[int]) -> dict[int, float]:
@@ -417,7 +416,7 @@ class TargetReuse:
         """
         chosen: dict[int, float] = {}
         reach = self.reach
-        rate = RATE * max(0.125, math.sqrt(8 / max(8.0, self._weighted)))
+        rate = RATE * max(0.125, math.sqrt(8 / max(8.0, self._tally.weighted)))
         floor = self._floor()
         for i in shared:
             source = self._source(i)
@@ -435,12 +434,6 @@ class TargetReuse:
             raise ValueError(f"agree= returned {score}; an agreement must be in [0, 1]")
         return score
 
-    def _learn(self, score: float, weight: float) -> None:
-        """Take one weighted sample of a shared answer's agreement (under the lock)."""
-        self._weight += weight
-        self._weighted += weight * score
-        self._weight_sq += weight * weight
-
     def _rescale(self, factor: float, *, moved: bool = False) -> None:
         if moved:
             self.moved = min(MAX_SPAN / SPAN, max(1 / (2 * SPAN), self.moved * factor))
@@ -454,7 +447,7 @@ class TargetReuse:
         agreement of the output and its one-sided 95 % lower bound, and the current rule."""
         with self._lock:
             frames, calls, verified, refined = self.frames, self.calls, self.verified, self.refined
-            mean, low = self._shared_agreement()
+            mean, low = self._tally.mean, self._tally.bound()
             span, reach = self.span, self.reach
         shared = frames - calls
         return TargetFigures(
@@ -472,18 +465,6 @@ class TargetReuse:
             span=span,
             threshold=round(reach, 5),
         )
-
-    def _shared_agreement(self) -> tuple[float | None, float]:
-        """Weighted mean agreement of the sampled shared answers, and its lower bound (a
-        Wilson score bound at the samples' effective count); (None, 0) before any."""
-        if self._weight <= 0:
-            return None, 0.0
-        mean = self._weighted / self._weight
-        count = self._weight**2 / self._weight_sq
-        z2 = Z * Z
-        centre = mean + z2 / (2 * count)
-        spread = Z * math.sqrt(mean * (1 - mean) / count + z2 / (4 * count * count))
-        return mean, max(0.0, (centre - spread) / (1 + z2 / count))
 
     def close(self) -> None:
         """Stop the threads that compute rows (called at the end of a run)."""

@@ -1,0 +1,52 @@
+"""A weighted sample of how well shared answers agree with the function's own, and a
+one-sided lower bound on it (``hyper.target`` verifies shared answers at unequal rates and
+weighs each sample to undo that bias).
+
+Example:
+    >>> tally = Tally()
+    >>> for score in (1.0, 1.0, 0.0, 1.0):
+    ...     tally.add(score, weight=1.0)
+    >>> tally.mean, round(tally.bound(), 3)
+    (0.75, 0.356)
+"""
+
+from __future__ import annotations
+
+import math
+
+Z = 1.645
+"""One-sided 95 % normal quantile for the lower bound."""
+
+
+class Tally:
+    """Weighted agreement scores in [0, 1] (not thread-safe: its owner locks)."""
+
+    def __init__(self) -> None:
+        self.weight = self.weighted = self._weight_sq = 0.0
+
+    def add(self, score: float, *, weight: float) -> None:
+        self.weight += weight
+        self.weighted += weight * score
+        self._weight_sq += weight * weight
+
+    @property
+    def mean(self) -> float | None:
+        """The weighted mean agreement, ``None`` before any sample."""
+        return self.weighted / self.weight if self.weight > 0 else None
+
+    def wrong(self, prior: float, prior_wrong: float) -> float:
+        """The share of wrong answers, with ``prior`` pseudo-samples of which
+        ``prior_wrong`` were wrong."""
+        return (self.weight - self.weighted + prior * prior_wrong) / (self.weight + prior)
+
+    def bound(self) -> float:
+        """A Wilson score lower bound on the mean at the samples' effective count (0 before
+        any sample)."""
+        mean = self.mean
+        if mean is None:
+            return 0.0
+        count = self.weight**2 / self._weight_sq
+        z2 = Z * Z
+        centre = mean + z2 / (2 * count)
+        spread = Z * math.sqrt(mean * (1 - mean) / count + z2 / (4 * count * count))
+        return max(0.0, (centre - spread) / (1 + z2 / count))
