@@ -50,3 +50,10 @@ class Tally:
         centre = mean + z2 / (2 * count)
         spread = Z * math.sqrt(mean * (1 - mean) / count + z2 / (4 * count * count))
         return max(0.0, (centre - spread) / (1 + z2 / count))
+
+
+def of_output(frames: int, calls: int, shared_agreement: float) -> float | None:
+    """The agreement of the whole output: computed frames agree, shared ones as measured."""
+    if not frames:
+        return None
+    return round((calls + (frames - calls) * shared_agreement) / frames, 4)

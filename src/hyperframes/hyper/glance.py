@@ -67,3 +67,16 @@ def changes(many: np.ndarray, other: np.ndarray) -> np.ndarray:
     largest = np.partition(diff, diff.shape[1] - top, axis=1)[:, diff.shape[1] - top :]
     out: np.ndarray = largest.sum(axis=1, dtype=np.float64) / top
     return out
+
+
+def even_cuts(look: dict[int, np.ndarray], p: int, q: int, *, first: int, parts: int) -> list[int]:
+    """Frames in ``first..q-1`` (after computed ``p``, before computed ``q``) that cut the
+    stretch's change in ``parts`` equal parts: next to a cut, or evenly in steady change."""
+    frames = np.stack([look.get(r, look[p]) for r in range(first - 1, q + 1)])
+    steps = changes(frames[1:], frames[:-1])  # into each of first..q
+    total = float(steps.sum())
+    if total <= 0:
+        return sorted({first + (q - first) * k // parts for k in range(1, parts)})
+    marks = np.cumsum(steps[:-1])
+    picked = {first + int(np.argmin(np.abs(marks - total * k / parts))) for k in range(1, parts)}
+    return sorted(picked)

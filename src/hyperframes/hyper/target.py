@@ -57,10 +57,11 @@ import numpy as np
 
 from ..engine.figures import TargetFigures
 from ..frames import Batch
+from ._held import HeldFrames
 from ._rows import RowComputer, assemble
-from ._tally import Tally
+from ._tally import Tally, of_output
 from .agree import Agreement
-from .glance import change, changes, thumbnails
+from .glance import change, changes, even_cuts
 
 SPAN = 16
 """Frames one answer may serve at ``scale`` 1 (at least 1, at most :data:`MAX_SPAN`)."""
@@ -134,15 +135,8 @@ class TargetReuse:
         self._lock = threading.Lock()  # summary() is read by monitors on other threads
         self.frames = self.calls = self.verified = self.refined = 0
         self._tally = Tally()  # the verified samples, weighted
-        # by position in the stream: the batches held, the thumbnails of their frames and
-        # of the last computed frame before them, the answers computed, the frames tried
-        self._seen = 0
+        self._held = HeldFrames()  # the batches, thumbnails and answers held, by position
         self._recent = 1.0  # running agreement of the latest samples
-        self._batches: list[tuple[int, Batch]] = []
-        self._looks: dict[int, np.ndarray] = {}
-        self._answers: dict[int, Any] = {}
-        self._ids: dict[int, int] = {}  # the frame index of each computed position
-        self._tried: set[int] = set()
         self._pending: dict[int, float] = {}  # samples chosen, to compute
         self._strays: dict[tuple[int, int, int], int | None] = {}  # excursions found
         self._planned: list[int] = []  # frames planned, to compute in the next round
@@ -163,11 +157,7 @@ class TargetReuse:
     # -- batches in, decided batches out ----------------------------------------------------
 
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
-        start, self._seen = self._seen, self._seen + batch.count
-        thumbs = thumbnails(batch.frames)
-        for j in range(batch.count):
-            self._looks[start + j] = thumbs[j]
-        self._batches.append((start, batch))
+        start = self._held.add(batch)
         self._planned += self._plan(start, batch.count)
         if self._fresh == 0:
             self._window = start  # the first frame of this round's batches
@@ -178,10 +168,11 @@ class TargetReuse:
         return self._round(compute, final=False)
 
     def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
-        if not self._batches:
+        if not self._held.batches:
             return []
-        if self._seen - 1 not in self._answers and self._seen - 1 not in self._planned:
-            self._planned.append(self._seen - 1)  # close the last stretch: nothing will
+        last = self._held.seen - 1
+        if last not in self._held.answers and last not in self._planned:
+            self._planned.append(last)  # close the last stretch: nothing will
         return self._round(compute, final=True)
 
     def _round(self, compute: Callable[[Batch], Any], *, final: bool) -> list[tuple[Batch, Any]]:
@@ -210,20 +201,23 @@ class TargetReuse:
         # computed with the next round's plan (at the end of the input: now)
         # (and frames before this round's batches in any case, so that no batch is held
         # for more than two rounds, whatever the span)
-        last = self._seen if final else max(max(self._answers, default=0), self._window)
+        last = self._held.seen if final else max(max(self._held.answers, default=0), self._window)
         left = {i for p, q in self._left for i in range(p + 1, q)}  # their cost is counted
-        shared = [i for i in range(self._sampled_to, last) if i not in self._answers]
+        shared = [i for i in range(self._sampled_to, last) if i not in self._held.answers]
         chosen = self._sample([i for i in shared if i not in left])
         self._sampled_to = max(self._sampled_to, last)
         if final:
             self._compute(list(chosen), compute)
             self._verified(chosen)
             self._refined(compute)
-            ready = self._seen
+            ready = self._held.seen
         else:
             self._pending = chosen
         decided = []
-        while self._batches and self._batches[0][0] + self._batches[0][1].count <= ready:
+        while (
+            self._held.batches
+            and self._held.batches[0][0] + self._held.batches[0][1].count <= ready
+        ):
             decided += self._decide(compute)
         return decided
 
@@ -231,9 +225,10 @@ class TargetReuse:
         """Score computed samples against the answers they would have shared; learn."""
         scored = []
         for i, weight in samples.items():
-            source = self._source(i, alone=True)  # what it would share, were it not computed
-            if i in self._answers and source is not None:
-                scored.append((self._score(self._answers[source], self._answers[i]), weight))
+            source = self._held.source(i, alone=True)  # what it would share, were it not computed
+            answers = self._held.answers
+            if i in answers and source is not None:
+                scored.append((self._score(answers[source], answers[i]), weight))
         with self._lock:
             self.verified += len(scored)
             for score, weight in scored:
@@ -262,16 +257,16 @@ class TargetReuse:
         """Frames that moved past ``reach`` from the last computed frame before them, or
         whose answer would serve more than ``span`` frames."""
         span, reach = self.span, self.reach
-        last = max([*self._answers, *self._planned], default=None)
-        ref = None if last is None else self._looks[last]
+        last = max([*self._held.answers, *self._planned], default=None)
+        ref = None if last is None else self._held.looks[last]
         age = 0 if last is None else start - 1 - last
         plan: list[int] = []
         for i in range(start, start + count):
             age += 1
-            moved = ref is not None and age <= span and change(self._looks[i], ref) > reach
+            moved = ref is not None and age <= span and change(self._held.looks[i], ref) > reach
             if ref is None or age > span or moved:
                 plan.append(i)
-                ref, age = self._looks[i], 0
+                ref, age = self._held.looks[i], 0
                 if moved:
                     self._by_motion.add(i)
         return plan
@@ -280,14 +275,14 @@ class TargetReuse:
         """Frames to compute inside stretches: where the ends' answers disagree, and where
         a frame strays from agreeing ends; and whether each stretch that ends at a
         ``planned`` frame had agreeing ends (the evidence that ``scale`` follows)."""
-        ends = sorted(self._answers)
-        first = self._batches[0][0]  # frames before it are decided already
+        ends = sorted(self._held.answers)
+        first = self._held.first  # frames before it are decided already
         agreed: list[tuple[int, bool]] = []
         stretches = []  # (p, q, where to start): stretches that need a look inside
         for p, q in itertools.pairwise(ends):
             if q - p < 2:
                 continue
-            ends_agree = self._score(self._answers[p], self._answers[q]) >= self.target
+            ends_agree = self._score(self._held.answers[p], self._held.answers[q]) >= self.target
             if q in planned:
                 agreed.append((q, ends_agree))
             if q - max(p + 1, first) >= 1:
@@ -303,8 +298,8 @@ class TargetReuse:
             elif (p, q) in self._left or self._leave(p, q):
                 rows = []
             else:
-                rows = _cut(self._looks, p, q, first=start, parts=cuts + 1)
-            more += [r for r in rows if r not in self._tried and r not in more]
+                rows = even_cuts(self._held.looks, p, q, first=start, parts=cuts + 1)
+            more += [r for r in rows if r not in self._held.tried and r not in more]
         return more, agreed
 
     def _leave(self, p: int, q: int) -> bool:
@@ -312,8 +307,8 @@ class TargetReuse:
         frames share the nearer end's answer): when the errors it may cost, at most its
         frames times the ends' disagreement, are few against a call, and fit in the share
         of the error budget left for such stretches so far."""
-        cost = (q - p - 1) * (1 - self._score(self._answers[p], self._answers[q]))
-        allowed = LEAVE * (1 - self.target) * self._seen
+        cost = (q - p - 1) * (1 - self._score(self._held.answers[p], self._held.answers[q]))
+        allowed = LEAVE * (1 - self.target) * self._held.seen
         if cost > PRICE or self._spent + cost > allowed:
             return False
         self._left[(p, q)] = cost
@@ -326,7 +321,7 @@ class TargetReuse:
         and back, something passing through): its answer may differ from theirs."""
         key = (p, q, first)
         if key not in self._strays:  # a stretch is looked into once, not every pass
-            look = self._looks
+            look = self._held.looks
             rows = np.stack([look[r] for r in range(first, q)])
             far = np.minimum(changes(rows, look[p]), changes(rows, look[q]))
             k = int(np.argmax(far))
@@ -335,67 +330,34 @@ class TargetReuse:
         return self._strays[key]
 
     def _compute(self, frames: list[int], compute: Callable[[Batch], Any]) -> dict[int, Any]:
-        """Compute frames (positions in the stream) of the batches held; keep the answers."""
-        self._tried.update(frames)
-        parts = [
-            (batch, [i - start for i in frames if start <= i < start + batch.count])
-            for start, batch in self._batches
-        ]
-        got: dict[int, Any] = {}
-        results = self.rows.compute_many(parts, compute)  # all at once, across batches
-        for (start, batch), answers in zip(self._batches, results, strict=True):
-            for row, answer in answers.items():
-                got[start + row] = answer
-                self._ids[start + row] = int(batch.index[row])
+        """Compute frames (positions in the stream) of the batches held; count the calls."""
+        got = self._held.compute(frames, self.rows, compute)
         with self._lock:
             self.calls += len(frames)
-        self._answers.update(got)
         return got
 
     def _decide(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         """Share answers into the oldest batch held and hand it on."""
-        start, batch = self._batches[0]
+        held = self._held
+        start, batch = held.batches[0]
         frames = range(start, start + batch.count)
-        orphans = [i for i in frames if i not in self._answers and self._source(i) is None]
+        orphans = [i for i in frames if i not in held.answers and held.source(i) is None]
         self._compute(orphans, compute)  # nothing to share from: every computed frame failed
         values, origins = {}, {}
         for i in frames:
-            src = i if i in self._answers else self._source(i)
+            src = held.source(i)
             if src is not None:
-                values[i - start] = self._answers[i] if src == i else _copy(self._answers[src])
-                origins[i - start] = self._ids[src]
+                values[i - start] = held.answers[i] if src == i else _copy(held.answers[src])
+                origins[i - start] = held.ids[src]
         with self._lock:
             self.frames += batch.count
-        self._batches.pop(0)
+        held.batches.pop(0)
         self._forget(start + batch.count)
         return [(batch, assemble(batch, values, frames_out=self.frames_out, origins=origins))]
 
-    def _source(self, i: int, *, alone: bool = False) -> int | None:
-        """The computed frame whose answer frame ``i`` shares: itself if computed (unless
-        ``alone``), else the nearer (by thumbnail) of the last computed one before it and
-        the first one after it."""
-        if i in self._answers and not alone:
-            return i
-        before = max((e for e in self._answers if e < i), default=None)
-        after = min((e for e in self._answers if e > i), default=None)
-        if before is None:
-            return after
-        if after is None:
-            return before
-        look = self._looks[i]
-        nearer_after = change(look, self._looks[after]) < change(look, self._looks[before])
-        return after if nearer_after else before
-
     def _forget(self, decided: int) -> None:
         """Drop what frames before ``decided`` no longer need: all but the last answer."""
-        last = max((e for e in self._answers if e < decided), default=None)
-        for e in [e for e in self._answers if e < decided and e != last]:
-            del self._answers[e]
-            self._ids.pop(e, None)
-        keep = {e for e in self._answers}
-        for e in [e for e in self._looks if e < decided and e not in keep]:
-            del self._looks[e]
-        self._tried = {e for e in self._tried if e >= decided}
+        self._held.forget(decided)
         self._strays = {k: v for k, v in self._strays.items() if k[1] >= decided}
         self._left = {k: v for k, v in self._left.items() if k[1] >= decided}
         self._by_motion = {e for e in self._by_motion if e >= decided}
@@ -419,10 +381,10 @@ class TargetReuse:
         rate = RATE * max(0.125, math.sqrt(8 / max(8.0, self._tally.weighted)))
         floor = self._floor()
         for i in shared:
-            source = self._source(i)
+            source = self._held.source(i)
             if source is None:
                 continue
-            moved = change(self._looks[i], self._looks[source])
+            moved = change(self._held.looks[i], self._held.looks[source])
             p = max(floor, min(0.5, rate * (1 + 2 * moved / reach)))
             if self._rng.random() < p:
                 chosen[i] = rate / p
@@ -460,8 +422,8 @@ class TargetReuse:
             refined=refined,
             target=self.target,
             agreement_shared=None if mean is None else round(mean, 4),
-            agreement=_of_output(frames, calls, 1.0 if mean is None else mean),
-            agreement_bound=_of_output(frames, calls, low),
+            agreement=of_output(frames, calls, 1.0 if mean is None else mean),
+            agreement_bound=of_output(frames, calls, low),
             span=span,
             threshold=round(reach, 5),
         )
@@ -486,26 +448,6 @@ def check_target(target: float) -> float:
             f"agree with the function's own, got {target!r}; try 0.95"
         )
     return float(target)
-
-
-def _cut(look: dict[int, np.ndarray], p: int, q: int, *, first: int, parts: int) -> list[int]:
-    """Frames in ``first..q-1`` (after computed ``p``, before computed ``q``) that cut the
-    stretch's change in ``parts`` equal parts: next to a cut, or evenly in steady change."""
-    frames = np.stack([look.get(r, look[p]) for r in range(first - 1, q + 1)])
-    steps = changes(frames[1:], frames[:-1])  # into each of first..q
-    total = float(steps.sum())
-    if total <= 0:
-        return sorted({first + (q - first) * k // parts for k in range(1, parts)})
-    marks = np.cumsum(steps[:-1])
-    picked = {first + int(np.argmin(np.abs(marks - total * k / parts))) for k in range(1, parts)}
-    return sorted(picked)
-
-
-def _of_output(frames: int, calls: int, shared_agreement: float) -> float | None:
-    """The agreement of the whole output: computed frames agree, shared ones as measured."""
-    if not frames:
-        return None
-    return round((calls + (frames - calls) * shared_agreement) / frames, 4)
 
 
 def _copy(value: Any) -> Any:
