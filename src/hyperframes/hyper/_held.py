@@ -86,3 +86,8 @@ class HeldFrames:
         for e in [e for e in self.looks if e < decided and e not in keep]:
             del self.looks[e]
         self.tried = {e for e in self.tried if e >= decided}
+
+
+def copy_of(value: Any) -> Any:
+    """An answer to share with another frame: arrays copied (a frame may change its own)."""
+    return value.copy() if isinstance(value, np.ndarray) else value

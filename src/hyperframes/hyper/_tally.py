@@ -16,6 +16,11 @@ import math
 
 Z = 1.645
 """One-sided 95 % normal quantile for the lower bound."""
+RATE = 1 / 32
+"""The share of shared frames verified at first: more where frames moved more or answers
+were found wrong lately, less (down to an eighth) as agreeing samples add up."""
+PRIOR, PRIOR_WRONG = 4.0, 0.02
+"""Pseudo-samples before any is measured: 4 of which 2 % were wrong."""
 
 
 class Tally:
@@ -34,10 +39,21 @@ class Tally:
         """The weighted mean agreement, ``None`` before any sample."""
         return self.weighted / self.weight if self.weight > 0 else None
 
-    def wrong(self, prior: float, prior_wrong: float) -> float:
-        """The share of wrong answers, with ``prior`` pseudo-samples of which
-        ``prior_wrong`` were wrong."""
-        return (self.weight - self.weighted + prior * prior_wrong) / (self.weight + prior)
+    def wrong(self) -> float:
+        """The share of wrong answers, with :data:`PRIOR` pseudo-samples of which
+        :data:`PRIOR_WRONG` were wrong."""
+        return (self.weight - self.weighted + PRIOR * PRIOR_WRONG) / (self.weight + PRIOR)
+
+    def rate(self) -> float:
+        """The share of shared frames to verify where nothing moved: :data:`RATE`, lowered
+        (down to an eighth) as agreeing samples add up."""
+        return RATE * max(0.125, math.sqrt(8 / max(8.0, self.weighted)))
+
+    def floor(self, budget: float) -> float:
+        """The least share of shared frames to verify so that answers that go wrong even
+        where frames look alike (a detector that flickers) stay within ``budget``, the
+        share of wrong answers allowed."""
+        return min(0.95, max(0.0, 1 - budget / self.wrong()))
 
     def bound(self) -> float:
         """A Wilson score lower bound on the mean at the samples' effective count (0 before

@@ -16,16 +16,13 @@ computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker b
    target), frames that cut the stretch's change into equal parts are computed (one per
    spare worker), until the ends of every stretch agree or meet: a cut is found in one
    or two steps. Between agreeing ends, a frame that strays from both (a shot that cuts
-   away and back) is computed too. A hyperframe cut forces nothing by itself. A short
-   stretch whose ends disagree a little (at most ``PRICE`` frames' worth of errors) is
-   left as it is while such stretches stay within ``LEAVE`` of the error budget: where
-   answers churn (boxes that move every frame), refining would compute every frame to
-   save errors the target allows.
-4. **Verify**: a random sample of the frames that will share an answer (more of those
-   far from their answer's frame, fewer as agreeing samples add up, never fewer than
-   the measured rate of wrong answers requires) is computed with the next round; each
-   is scored against the answer it would have shared: a weighted, unbiased sample of
-   how well shared answers agree. A wrong one is refined around like any disagreement.
+   away and back) is computed too; a short stretch whose ends disagree a little is left
+   as it is, within a share of the error budget (``hyper._stretches``). A hyperframe cut
+   forces nothing by itself.
+4. **Verify**: a random sample of the frames that will share an answer (at rates set
+   by ``hyper._tally``) is computed with the next round; each is scored against the
+   answer it would have shared: a weighted, unbiased sample of how well shared answers
+   agree. A wrong one is refined around like any disagreement.
 5. **Share**: a batch whose frames were all sampled, and whose samples are computed, is
    handed on: each frame not computed takes the answer of the nearer (by thumbnail) of
    the computed frames before and after it. At most ``3 * GATHER * split`` batches wait.
@@ -37,12 +34,11 @@ the shared answers' disagreement settles below a share of the error budget the t
 leaves. ``reach`` has a scale of its own, ``moved``, which only frames planned for their
 motion move (settling where about ``5 * (1 - target)`` of them change the answer): a
 camera that pans over a scene whose answer stays the same stops planning a frame at
-every step (it did when one scale served both). Every call, verification included,
-counts as a call in every figure; the summary gives the measured agreement of the
-output and a one-sided 95 % lower bound on it.
+every step. Every call, verification included, counts as a call in every figure; the
+summary gives the measured agreement of the output and a one-sided 95 % lower bound.
 
-Longer than 300 lines: the plan, refining, sharing, sampling and the controller are one
-decision over the same held frames; split, they would pass that state back and forth.
+Longer than 300 lines: the plan, refining, sharing and the controller are one decision
+over the frames held (``hyper._held``); what stands alone has modules of its own.
 """
 
 from __future__ import annotations
@@ -57,26 +53,21 @@ import numpy as np
 
 from ..engine.figures import TargetFigures
 from ..frames import Batch
-from ._held import HeldFrames
+from ._held import HeldFrames, copy_of
 from ._rows import RowComputer, assemble
+from ._stretches import Stretches
 from ._tally import Tally, of_output
 from .agree import Agreement
-from .glance import change, changes, even_cuts
+from .glance import change, even_cuts
 
 SPAN = 16
 """Frames one answer may serve at ``scale`` 1 (at least 1, at most :data:`MAX_SPAN`)."""
 MAX_SPAN = 512
-EXCURSION = 0.1
-"""How far a frame between two agreeing computed frames must stray from both (and more
-than they differ from each other) to be computed too, at ``scale`` 1."""
 REACH = 0.5
 """How far (:func:`~hyper.glance.change`) a frame may move from a computed one and still
 share its answer, at ``scale`` 1."""
 MARGIN = 0.6
 """The share of the error budget ``1 - target`` that shared answers aim to use."""
-RATE = 1 / 32
-"""The share of shared frames verified at first: more where frames moved more or answers
-were found wrong lately, less (down to an eighth) as agreeing samples add up."""
 LEARN = 1.0
 """How fast ``scale`` follows the samples (per sample, in log units)."""
 GROW = 1.2
@@ -84,12 +75,6 @@ GROW = 1.2
 step that makes it settle where ``3 * (1 - target)`` of stretches hold a change of answer
 (30 % at 0.9), which refining finds in log2(span) calls: the stricter the target, the
 shorter the stretches, and the fewer short changes of answer go unseen inside them."""
-PRIOR, PRIOR_WRONG = 4.0, 0.02
-"""Pseudo-samples before any is measured: 4 of which 2 % were wrong."""
-LEAVE = 0.3
-"""The share of the error budget that disagreeing stretches left unrefined may use."""
-PRICE = 2.0
-"""The most errors (frames times the ends' disagreement) a stretch left unrefined may cost."""
 GATHER = 2
 """Batches a worker may wait for before a round runs with fewer calls than workers."""
 RECENT = 0.25
@@ -138,13 +123,11 @@ class TargetReuse:
         self._held = HeldFrames()  # the batches, thumbnails and answers held, by position
         self._recent = 1.0  # running agreement of the latest samples
         self._pending: dict[int, float] = {}  # samples chosen, to compute
-        self._strays: dict[tuple[int, int, int], int | None] = {}  # excursions found
+        self._stretches = Stretches()  # excursions found, stretches left as they are
         self._planned: list[int] = []  # frames planned, to compute in the next round
         self._fresh = 0  # batches gathered since the last round
         self._window = 0  # the first frame of those batches
         self._sampled_to = 0  # frames before it have had their chance to be sampled
-        self._left: dict[tuple[int, int], float] = {}  # disagreeing stretches left as they are
-        self._spent = 0.0  # the errors they are estimated to cost
 
     @property
     def span(self) -> int:
@@ -202,7 +185,7 @@ class TargetReuse:
         # (and frames before this round's batches in any case, so that no batch is held
         # for more than two rounds, whatever the span)
         last = self._held.seen if final else max(max(self._held.answers, default=0), self._window)
-        left = {i for p, q in self._left for i in range(p + 1, q)}  # their cost is counted
+        left = self._stretches.left_frames()  # their cost is counted
         shared = [i for i in range(self._sampled_to, last) if i not in self._held.answers]
         chosen = self._sample([i for i in shared if i not in left])
         self._sampled_to = max(self._sampled_to, last)
@@ -242,7 +225,7 @@ class TargetReuse:
         """Refine until the ends of every stretch agree or meet; whether the ends of each
         stretch that ends at a ``planned`` frame agreed at first."""
         more, agreed = self._refine(planned)
-        if self._floor() >= 0.5:
+        if self._tally.floor(self._budget) >= 0.5:
             # answers flicker: most frames are computed as samples anyway, in one round;
             # a search round by round for where answers change would only add rounds
             return agreed
@@ -278,56 +261,34 @@ class TargetReuse:
         ends = sorted(self._held.answers)
         first = self._held.first  # frames before it are decided already
         agreed: list[tuple[int, bool]] = []
-        stretches = []  # (p, q, where to start): stretches that need a look inside
+        stretches = []  # (p, q, where to start, ends agree, score): a look inside needed
         for p, q in itertools.pairwise(ends):
             if q - p < 2:
                 continue
-            ends_agree = self._score(self._held.answers[p], self._held.answers[q]) >= self.target
+            score = self._score(self._held.answers[p], self._held.answers[q])
+            ends_agree = score >= self.target
             if q in planned:
                 agreed.append((q, ends_agree))
             if q - max(p + 1, first) >= 1:
-                stretches.append((p, q, max(p + 1, first), ends_agree))
+                stretches.append((p, q, max(p + 1, first), ends_agree, score))
         # a stretch whose ends disagree is cut in as many parts as there are workers to
         # spare: fewer rounds of one call each, for a few more calls
-        cuts = max(1, self.rows.split // max(1, sum(not a for *_, a in stretches)))
+        cuts = max(1, self.rows.split // max(1, sum(not agree for *_, agree, _ in stretches)))
         more: list[int] = []
-        for p, q, start, ends_agree in stretches:
+        for p, q, start, ends_agree, score in stretches:
             if ends_agree:
-                row = self._excursion(p, q, first=start)
+                row = self._stretches.excursion(
+                    self._held.looks, p, q, first=start, scale=self.scale
+                )
                 rows = [] if row is None else [row]
-            elif (p, q) in self._left or self._leave(p, q):
+            elif self._stretches.leave(
+                p, q, disagreement=1 - score, budget=(1 - self.target) * self._held.seen
+            ):
                 rows = []
             else:
                 rows = even_cuts(self._held.looks, p, q, first=start, parts=cuts + 1)
             more += [r for r in rows if r not in self._held.tried and r not in more]
         return more, agreed
-
-    def _leave(self, p: int, q: int) -> bool:
-        """Whether to leave the stretch between disagreeing ``p`` and ``q`` as it is (its
-        frames share the nearer end's answer): when the errors it may cost, at most its
-        frames times the ends' disagreement, are few against a call, and fit in the share
-        of the error budget left for such stretches so far."""
-        cost = (q - p - 1) * (1 - self._score(self._held.answers[p], self._held.answers[q]))
-        allowed = LEAVE * (1 - self.target) * self._held.seen
-        if cost > PRICE or self._spent + cost > allowed:
-            return False
-        self._left[(p, q)] = cost
-        self._spent += cost
-        return True
-
-    def _excursion(self, p: int, q: int, *, first: int) -> int | None:
-        """The frame between agreeing ends ``p`` and ``q`` that looks least like either, if
-        it strays further from both than they are from each other (a shot that cuts away
-        and back, something passing through): its answer may differ from theirs."""
-        key = (p, q, first)
-        if key not in self._strays:  # a stretch is looked into once, not every pass
-            look = self._held.looks
-            rows = np.stack([look[r] for r in range(first, q)])
-            far = np.minimum(changes(rows, look[p]), changes(rows, look[q]))
-            k = int(np.argmax(far))
-            floor = EXCURSION * math.sqrt(self.scale)
-            self._strays[key] = first + k if far[k] > max(floor, change(look[p], look[q])) else None
-        return self._strays[key]
 
     def _compute(self, frames: list[int], compute: Callable[[Batch], Any]) -> dict[int, Any]:
         """Compute frames (positions in the stream) of the batches held; count the calls."""
@@ -347,7 +308,7 @@ class TargetReuse:
         for i in frames:
             src = held.source(i)
             if src is not None:
-                values[i - start] = held.answers[i] if src == i else _copy(held.answers[src])
+                values[i - start] = held.answers[i] if src == i else copy_of(held.answers[src])
                 origins[i - start] = held.ids[src]
         with self._lock:
             self.frames += batch.count
@@ -358,28 +319,15 @@ class TargetReuse:
     def _forget(self, decided: int) -> None:
         """Drop what frames before ``decided`` no longer need: all but the last answer."""
         self._held.forget(decided)
-        self._strays = {k: v for k, v in self._strays.items() if k[1] >= decided}
-        self._left = {k: v for k, v in self._left.items() if k[1] >= decided}
+        self._stretches.forget(decided)
         self._by_motion = {e for e in self._by_motion if e >= decided}
 
-    def _floor(self) -> float:
-        """The least share of shared frames to compute so that answers that go wrong even
-        where frames look alike (a detector that flickers) stay within the error budget."""
-        wrong = self._tally.wrong(PRIOR, PRIOR_WRONG)
-        return min(0.95, max(0.0, 1 - self._budget / wrong))
-
     def _sample(self, shared: list[int]) -> dict[int, float]:
-        """Shared frames to verify, each with its weight in the estimate.
-
-        Each is drawn with probability ``RATE``, raised by how far it moved from its
-        answer's frame, lowered as agreeing samples add up, and never below the share
-        that keeps the measured rate of wrong shared answers within the error budget;
-        the weight undoes that bias in the estimate.
-        """
+        """Shared frames to verify, each with its weight in the estimate: drawn at the
+        tally's rate, raised by how far each moved from its answer's frame, never below
+        the floor the measured rate of wrong answers sets (see ``hyper._tally``)."""
         chosen: dict[int, float] = {}
-        reach = self.reach
-        rate = RATE * max(0.125, math.sqrt(8 / max(8.0, self._tally.weighted)))
-        floor = self._floor()
+        reach, rate, floor = self.reach, self._tally.rate(), self._tally.floor(self._budget)
         for i in shared:
             source = self._held.source(i)
             if source is None:
@@ -435,8 +383,7 @@ class TargetReuse:
 
 def held(split: int) -> int:
     """The most batches a stage with ``split`` workers holds back: a round runs once every
-    worker has a call (within ``GATHER`` batches a worker) and hands on the batches of the
-    round before the last one."""
+    worker has a call (``GATHER`` batches a worker at most), handing on the one before."""
     return 3 * GATHER * split
 
 
@@ -448,7 +395,3 @@ def check_target(target: float) -> float:
             f"agree with the function's own, got {target!r}; try 0.95"
         )
     return float(target)
-
-
-def _copy(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value
