@@ -72,7 +72,7 @@ def pack(clip: Path, store: Path, intra: str = "gradient") -> dict:
     return report.output
 
 
-@pytest.mark.parametrize("intra", ["gradient", "ffv1"])
+@pytest.mark.parametrize("intra", ["gradient", "ffv1", "x264"])
 @pytest.mark.parametrize("pix_fmt", LAYOUTS)
 def test_every_layout_round_trips_bit_exact(tmp_path: Path, pix_fmt: str, intra: str) -> None:
     clip = make_clip(tmp_path / "in.mkv", pix_fmt)

@@ -256,3 +256,93 @@ def test_pack_intra_webp_from_the_cli(video: Path, tmp_path: Path, reference, ca
         assert store.header.intra == "webp" and np.array_equal(store[:], reference[1])
     refused = run_cli("pack", str(video), str(path), "--max-len", "8", "--resume")
     assert refused.returncode != 0 and "intra=webp" in refused.stderr
+
+
+@pytest.fixture(scope="module")
+def yuv_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """120 frames of 160x96 yuv420p FFV1, moving: a store of its planes (the x264 mode)."""
+    import av
+
+    path = tmp_path_factory.mktemp("media") / "yuv.mkv"
+    rng = np.random.default_rng(4)
+    y, x = np.mgrid[0:96, 0:160]
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
+        for i in range(120):
+            frame = np.empty((96, 160, 3), np.uint8)
+            frame[..., 0] = (x * 2 + 3 * i) % 256
+            frame[..., 1] = (y * 3 + i) % 256
+            frame[..., 2] = rng.integers(0, 256, (96, 160), dtype=np.uint8) // 16
+            out = av.VideoFrame.from_ndarray(frame, format="rgb24").reformat(format="yuv420p")
+            out.pts = i
+            container.mux(stream.encode(out))
+        container.mux(stream.encode(None))
+    return path
+
+
+def test_pack_intra_x264_cuts_whole_gops_and_keeps_the_planes(
+    yuv_video: Path, tmp_path: Path, capsys
+) -> None:
+    from hyperframes.hyper import read_group_info
+
+    plain, small = tmp_path / "gradient.hfs", tmp_path / "x264.hfs"
+    assert call("pack", str(yuv_video), str(plain)) == 0
+    assert call("pack", str(yuv_video), str(small), "--intra", "x264", "--gop", "8", "--json") == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    with FrameStore(plain, pix_fmt="native") as want, FrameStore(small, pix_fmt="native") as got:
+        assert got.header.intra == "x264" and got.header.gop == 8
+        # cut by length only (a group's start is a keyframe), into whole GOPs
+        assert got.header.grouping["threshold"] == 1.0
+        assert got.header.grouping["max_len"] % 8 == 0
+        assert report["stored_bytes"] < 0.8 * store_info_bytes(plain)
+        for i in (77, 0, 119, 8, 63):  # random access from the nearest keyframe
+            assert np.array_equal(got[i], want[i])
+        assert np.array_equal(got[:], want[:]) and got.verify() == []
+        data, _ = got._record(1)
+        info = read_group_info(data)
+        assert max(info.frames_touched) == 8 and info.frames_touched[:9] == (
+            1,
+            2,
+            3,
+            4,
+            5,
+            6,
+            7,
+            8,
+            1,
+        )
+
+
+def store_info_bytes(path: Path) -> int:
+    from hyperframes.store import store_info
+
+    return int(store_info(path)["stored_bytes"])
+
+
+def test_a_gop_without_x264_and_a_bad_gop_are_refused(yuv_video: Path, tmp_path: Path) -> None:
+    done = run_cli("pack", str(yuv_video), str(tmp_path / "a.hfs"), "--gop", "8")
+    assert done.returncode == 1 and "gop= applies to intra='x264' only" in done.stderr
+    assert not (tmp_path / "a.hfs").exists()
+    done = run_cli("pack", str(yuv_video), str(tmp_path / "b.hfs"), "--intra", "x264",
+                   "--pix-fmt", "rgb24")  # fmt: skip
+    assert done.returncode == 1 and "intra='x264' codes a video's planes" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_kill_then_resume_an_x264_store(yuv_video: Path, tmp_path: Path) -> None:
+    whole = tmp_path / "whole.hfs"
+    args = ["--intra", "x264", "--gop", "4", "--max-len", "8", "--batch-size", "8"]
+    assert call("pack", str(yuv_video), str(whole), *args) == 0
+    with FrameStore(whole, pix_fmt="native") as store:
+        expected = store[:]
+    killed = tmp_path / "killed.hfs"
+    committed, _ = _kill_mid_pack(["pack", str(yuv_video), str(killed), *args], killed, 0.02, 120)
+    done = run_cli("pack", str(yuv_video), str(killed), *args, "--resume", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["resumed_from"] == committed
+    other = run_cli("pack", str(yuv_video), str(killed), "--intra", "x264", "--gop", "8",
+                    "--max-len", "8", "--resume")  # fmt: skip
+    assert other.returncode == 1 and "settings" in other.stderr, other.stderr
+    with FrameStore(killed, pix_fmt="native") as store:
+        assert store.complete and store.verify() == [] and np.array_equal(store[:], expected)

@@ -274,20 +274,22 @@ def test_image_writes_never_follow_a_link_out_of_the_output_folder(tmp_path: Pat
 
 def _planar_seeds() -> list[bytes]:
     """Planar groups (a video's native planes): gradient and FFV1 raw records, deltas,
-    copies, 8- and 10-bit, 4:2:0 and gray."""
+    copies, lossless H.264 GOPs, 8- and 10-bit, 4:2:0 and gray."""
     from hyperframes.hyper import encode_group
     from hyperframes.io.layouts import Layout
 
     rng = np.random.default_rng(5)
     seeds = []
     for name, intra in (("yuv420p", "gradient"), ("yuv420p", "ffv1"), ("yuv420p10le", "ffv1"),
-                        ("gray", "gradient")):  # fmt: skip
+                        ("gray", "gradient"), ("yuv420p", "x264"),
+                        ("gray10le", "x264")):  # fmt: skip
         layout = Layout.of(name, 16, 8)
         peak = 1023 if layout.dtype.itemsize == 2 else 255
         base = rng.integers(0, peak, layout.shape).astype(layout.dtype)
         frames = np.stack([base, base, base + 1, rng.integers(0, peak, layout.shape)])
         frames = frames.astype(layout.dtype)
-        group = encode_group(frames, planes=layout.plane_shapes, pix_fmt=name, intra=intra)
+        gop = {"gop": 2} if intra == "x264" else {}
+        group = encode_group(frames, planes=layout.plane_shapes, pix_fmt=name, intra=intra, **gop)
         seeds.append(group.data)
     return seeds
 
@@ -317,8 +319,9 @@ def test_damaged_planar_records_give_only_typed_errors(benchmark_module) -> None
 
 
 def test_a_damaged_planar_store_never_returns_other_planes(tmp_path: Path) -> None:
-    """A planar store whose FFV1 or gradient record is damaged but re-checksummed (so only
-    the codec and the frame checksums stand between it and the reader) refuses the frame."""
+    """A planar store whose FFV1, H.264 or gradient record is damaged but re-checksummed (so
+    only the codec and the frame checksums stand between it and the reader) refuses the
+    frame."""
     from hyperframes.io.layouts import Layout
 
     layout = Layout.of("yuv420p", 128, 64)
@@ -326,10 +329,11 @@ def test_a_damaged_planar_store_never_returns_other_planes(tmp_path: Path) -> No
     smooth = np.add.outer(np.arange(layout.shape[0]), np.arange(layout.shape[1])) // 3
     frames = np.stack([smooth * (i + 1) + rng.integers(0, 9, layout.shape) for i in range(6)])
     frames = frames.astype(np.uint8)
-    for intra in ("gradient", "ffv1"):
+    for intra in ("gradient", "ffv1", "x264"):
         path = tmp_path / f"{intra}.hfs"
         info = {"layout": "yuv420p", "width": 128, "height": 64, "colorspace": 2}
-        with StoreWriter(path, layout.spec, info, intra=intra, workers=1) as writer:
+        gop = {"gop": 4} if intra == "x264" else {}
+        with StoreWriter(path, layout.spec, info, intra=intra, workers=1, **gop) as writer:
             writer.write_group(frames)
         env = lmdb.open(str(path), subdir=True, max_dbs=2)
         with env.begin(write=True) as txn:
@@ -341,9 +345,11 @@ def test_a_damaged_planar_store_never_returns_other_planes(tmp_path: Path) -> No
             record = bytearray(txn.get(key, db=records))
             head = group_format.parse_header(bytes(record))
             raw = [
-                r for r in head.records if r.kind == "raw" and (r.parts == ()) == (intra == "ffv1")
+                r
+                for r in head.records
+                if r.kind == "raw" and (r.parts == ()) == (intra != "gradient")
             ]
-            assert raw, head  # an FFV1 packet in the ffv1 store, a gradient record in the other
+            assert raw, head  # a packet (FFV1, H.264), or a gradient record in the gradient store
             record[head.payload_start + raw[-1].offset + raw[-1].length // 2] ^= 0x55
             entry = fmt.parse_entry(txn.get(key, db=table), group=0, first=0)
             digest = fmt.checksum(bytes(record))

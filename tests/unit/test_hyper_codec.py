@@ -514,3 +514,59 @@ def test_ffv1_groups_take_either_coder_and_decode(monkeypatch: pytest.MonkeyPatc
         extradata.add(head.extradata)
         assert _same_bits(decode_group(data), frames)
     assert len(extradata) == 2
+
+
+def _x264_group(n: int = 20, gop: int = 8, pix_fmt: str = "yuv420p") -> tuple[np.ndarray, bytes]:
+    from hyperframes.io.layouts import Layout
+
+    layout = Layout.of(pix_fmt, 48, 32)
+    rng = np.random.default_rng(24)
+    peak = 1023 if layout.dtype.itemsize == 2 else 255
+    base = rng.integers(0, peak, layout.shape)
+    frames = np.stack([(base + 3 * i) % peak for i in range(n)]).astype(layout.dtype)
+    group = encode_group(frames, planes=layout.plane_shapes, pix_fmt=pix_fmt, intra="x264", gop=gop)
+    assert group.layout == "gop" and group.tier == "lossless"
+    return frames, group.data
+
+
+def test_x264_groups_keep_a_keyframe_every_gop_frames_and_read_from_the_nearest() -> None:
+    frames, data = _x264_group(20, 8)
+    info = read_group_info(data)
+    assert [i for i, t in enumerate(info.frames_touched) if t == 1] == [0, 8, 16]
+    assert info.frames_touched[7] == 8 and info.frames_touched[19] == 4
+    for i in (19, 3, 8, 0, 15):
+        assert _same_bits(decode_frame(data, i), frames[i])
+    assert _same_bits(decode_group(data), frames)
+
+
+def _rewrite(data: bytes, change) -> bytes:
+    header = fmt.parse_header(data)
+    (size,) = struct.unpack("<I", data[4:8])
+    head = json.loads(data[8 : 8 + size])
+    change(head)
+    meta = {k: v for k, v in head.items() if k != "frames"}
+    records = [fmt.Record(*r) for r in head["frames"]]
+    return fmt.pack(meta, records, data[header.payload_start :])
+
+
+def test_an_x264_header_that_skips_packets_is_refused() -> None:
+    _, data = _x264_group(6, 4)
+
+    def skip(head: dict) -> None:
+        head["frames"][3][1] = 1  # frame 3 would rest on frame 1, skipping frame 2's packet
+
+    def layout(head: dict) -> None:
+        head["layout"] = "anchors"
+
+    for change in (skip, layout):
+        with pytest.raises(StoreCorrupt, match="x264 records must run from keyframes"):
+            fmt.parse_header(_rewrite(data, change))
+
+
+def test_x264_options_are_checked() -> None:
+    frames, _ = _x264_group(2, 1)
+    with pytest.raises(ValueError, match="gop must be an int"):
+        encode_group(frames, planes=[(32, 48), (16, 24), (16, 24)], pix_fmt="yuv420p",
+                     intra="x264", gop=0)  # fmt: skip
+    with pytest.raises(ValueError, match="needs the planes' pix_fmt"):
+        encode_group(frames, planes=[(32, 48), (16, 24), (16, 24)], intra="x264")

@@ -57,7 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how frames stored whole are coded: gradient (fast) or webp (RGB stores: "
         "lossless WebP, 16-25%% smaller, 7-20x slower to pack) or ffv1 (stores of planes: "
         "FFV1 keyframes, 0.88-1.01x FFV1's size on moving video, a random frame 1.0-1.6x "
-        "FFV1's CPU)",
+        "FFV1's CPU) or x264 (stores of planes, the size mode: lossless H.264 GOPs)",
+    )  # fmt: skip
+    p.add_argument(
+        "--gop", type=positive_int, default=None, metavar="K",
+        help="with --intra x264: a keyframe every K frames (default 32; smaller reads a "
+        "random frame faster, larger stores smaller)",
     )  # fmt: skip
     p.add_argument(
         "--pix-fmt", choices=("native", "rgb24"), default=None,
@@ -97,6 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_pack(args: argparse.Namespace) -> int:
     from .. import Pipeline
+    from .._choices import GOP, check_gop
     from ..engine.sizing import default_budget
     from ..hyper.grouping import GroupingOptions
     from ..io.video import VideoSource
@@ -110,29 +116,35 @@ def run_pack(args: argparse.Namespace) -> int:
     whole = VideoSource(args.input, size=args.size, pix_fmt=pix_fmt)
     # grouping: what the user says, else what the resumed store was packed with, else the
     # defaults, with the longest group fitted to the memory budget (see plan_pack)
+    # (x264: a group's start is a keyframe, so groups are cut by length only, whole GOPs)
     packed = _packed_grouping(args.store) if args.resume and start else {}
-    defaults = GroupingOptions()
+    defaults = GroupingOptions(threshold=1.0) if args.intra == "x264" else GroupingOptions()
     threshold = _first(args.threshold, packed.get("threshold"), defaults.threshold)
     min_len = _first(args.min_len, packed.get("min_len"), defaults.min_len)
     budget = args.memory or default_budget()
+    asked = _first(args.max_len, packed.get("max_len"), None)
     plan = plan_pack(
-        whole.spec, budget, min_len=min_len, batch_size=args.batch_size,
-        max_len=_first(args.max_len, packed.get("max_len"), None), workers=workers_of(args),
+        whole.spec, budget, min_len=min_len, batch_size=args.batch_size, max_len=asked,
+        workers=workers_of(args),
     )  # fmt: skip
-    options = GroupingOptions(threshold=threshold, min_len=min_len, max_len=plan.max_len)
-    grouping = {"threshold": threshold, "min_len": min_len, "max_len": plan.max_len}
+    longest = plan.max_len
+    if args.intra == "x264" and asked is None:
+        longest = whole_gops(longest, check_gop(args.gop, "x264") or GOP)
+    options = GroupingOptions(threshold=threshold, min_len=min_len, max_len=longest)
+    grouping = {"threshold": threshold, "min_len": min_len, "max_len": longest}
     if args.resume and (start or complete):
         done = complete or (whole.length is not None and start >= whole.length)
         StoreWriter(  # checks the input and the settings, and that no one else writes
             args.store, _store_spec(args.store), whole.info, tier=tier, psnr=args.psnr,
-            intra=args.intra, grouping=grouping, resume=True,
+            intra=args.intra, gop=args.gop, grouping=grouping, resume=True,
         ).close(complete=done)  # fmt: skip
         if done:
             return _print_complete(args)
         check_resumed_frame(args.store, args.input, start - 1, size=args.size, pix_fmt=pix_fmt)
     source = VideoSource(args.input, start=start, size=args.size, pix_fmt=pix_fmt)
     sink = StoreSink(  # records the grouping the .group() stage below uses
-        args.store, tier=tier, psnr=args.psnr, intra=args.intra, workers=workers_of(args),
+        args.store, tier=tier, psnr=args.psnr, intra=args.intra, gop=args.gop,
+        workers=workers_of(args),
         resume=args.resume, overwrite=args.overwrite,
     )  # fmt: skip
     pipeline = (
@@ -142,6 +154,12 @@ def run_pack(args: argparse.Namespace) -> int:
     )
     report, _ = observed_run(args, pipeline, "pack", memory=budget)  # max_len fits it
     return _print_pack(args, report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
+
+
+def whole_gops(longest: int, gop: int) -> int:
+    """The longest group that holds whole GOPs of ``gop`` frames, at most ``longest``
+    (``longest`` itself when it is shorter than one GOP)."""
+    return longest if longest < gop else longest // gop * gop
 
 
 def _pack_pix_fmt(args: argparse.Namespace, *, resuming: bool) -> Any:

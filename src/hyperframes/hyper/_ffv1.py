@@ -2,14 +2,13 @@
 records with ``intra="ffv1"``.
 
 Each thread keeps its FFV1 decoders and encoders open (opening one starts its slice threads
-and, for the range coder, builds its state tables); a forked child opens its own and never
-touches those it inherited.
+and, for the range coder, builds its state tables: 6 ms at 720p, once per group before
+they were kept; see ``_pyav.coders``).
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -18,6 +17,7 @@ import av
 import numpy as np
 
 from ..errors import StoreCorrupt
+from ._pyav import coders, frame_of, planes_into
 
 FFV1_THREADS = max(1, min(4, os.cpu_count() or 1))
 """Slice threads an FFV1 record decodes on: one per slice, at most one per core."""
@@ -46,23 +46,13 @@ class Ffv1Planes:
         self.options = dict(options or {})
         self.pix_fmt, self.planes = ffv1_format(pix_fmt), [tuple(p) for p in planes]
         self.height, self.width = self.planes[0]
-        self.dtype = np.dtype(np.uint8 if "10le" not in self.pix_fmt else "<u2")
         self.extradata = extradata
         self._encoder: list[Any] | None = None  # [av.VideoCodecContext, next pts]
-
-    def _frame(self, flat: np.ndarray) -> av.VideoFrame:
-        frame = av.VideoFrame(self.width, self.height, self.pix_fmt)
-        at = 0
-        for plane, (h, w) in zip(frame.planes, self.planes, strict=True):
-            rows = np.frombuffer(memoryview(plane), self.dtype).reshape(plane.height, -1)
-            rows[:h, :w] = flat[at : at + h * w].reshape(h, w)
-            at += h * w
-        return frame
 
     def encode(self, flat: np.ndarray) -> bytes:
         if self._encoder is None:  # this thread's encoder for these planes, kept open
             key = (self.pix_fmt, self.width, self.height, tuple(sorted(self.options.items())))
-            cache = _contexts("encoders")
+            cache = coders("ffv1 encoders")
             if key not in cache:
                 enc = av.CodecContext.create("ffv1", "w")
                 enc.width, enc.height, enc.pix_fmt = self.width, self.height, self.pix_fmt
@@ -74,7 +64,7 @@ class Ffv1Planes:
                 cache[key] = [enc, 0]  # the encoder, its next pts
             self._encoder = cache[key]
             self.extradata = bytes(self._encoder[0].extradata or b"")
-        frame = self._frame(flat)
+        frame = frame_of(flat, self.pix_fmt, self.planes)
         frame.pts = self._encoder[1]
         self._encoder[1] += 1
         packets = self._encoder[0].encode(frame)
@@ -85,7 +75,7 @@ class Ffv1Planes:
     def decode(self, blob: memoryview, out: np.ndarray) -> None:
         """Decode one packet into the flat ``out``; refuse anything but these planes."""
         key = (self.pix_fmt, self.width, self.height, self.extradata)
-        cache = _contexts("decoders")
+        cache = coders("ffv1 decoders")
         dec = cache.pop(key, None)
         try:
             if dec is None:
@@ -103,32 +93,4 @@ class Ffv1Planes:
         cache[key] = dec  # kept for this thread's next record (a packet resets its state)
         if len(frames) != 1:
             raise StoreCorrupt("an FFV1 record does not decode to one frame")
-        frame = frames[0]
-        if (frame.format.name, frame.width, frame.height) != (
-            self.pix_fmt, self.width, self.height,
-        ):  # fmt: skip
-            raise StoreCorrupt("an FFV1 record decodes to frames of another format or size")
-        at = 0
-        for plane, (h, w) in zip(frame.planes, self.planes, strict=True):
-            rows = np.frombuffer(memoryview(plane), self.dtype).reshape(plane.height, -1)
-            out[at : at + h * w].reshape(h, w)[...] = rows[:h, :w]
-            at += h * w
-
-
-_CONTEXTS = threading.local()
-"""Each thread's open FFV1 decoders and encoders (opening one starts its slice threads and,
-for the range coder, builds its state tables: 6 ms at 720p, once per group before they
-were kept)."""
-_ORPHANS: list[object] = []
-"""Coders inherited through ``fork``: never used or freed in the child (freeing one would
-join slice threads that do not exist there)."""
-
-
-def _contexts(kind: str) -> dict[Any, Any]:
-    """This thread's FFV1 ``"decoders"`` or ``"encoders"``, anew in a forked child."""
-    if getattr(_CONTEXTS, "pid", None) != os.getpid():
-        if hasattr(_CONTEXTS, "coders"):
-            _ORPHANS.append(_CONTEXTS.coders)
-        _CONTEXTS.coders, _CONTEXTS.pid = {"decoders": {}, "encoders": {}}, os.getpid()
-    contexts: dict[Any, Any] = _CONTEXTS.coders[kind]
-    return contexts
+        planes_into(frames[0], self.pix_fmt, self.planes, out)

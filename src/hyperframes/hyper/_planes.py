@@ -58,6 +58,7 @@ from ._decode import each_band
 from ._ffv1 import FFV1_FORMATS, Ffv1Planes, ffv1_format
 from ._pixels import gradient, ungradient
 from ._records import ANCHOR_EVERY, Blob, choose_records
+from ._x264 import decode_x264
 from .group_header import Header, Record
 
 MAX_LUMA_SEGMENTS = 4
@@ -329,6 +330,8 @@ def decode_planar(
 ) -> np.ndarray:
     """Frames ``frames`` of a planar group, ``(len(frames), *shape)``; records shared by
     several are decoded once."""
+    if header.predictor == "x264":
+        return decode_x264(view, header, frames).reshape(len(frames), *header.shape)
     size = int(np.prod(header.shape))
     done: dict[int, np.ndarray] = {}
     out = np.empty((len(frames), size), header.dtype)

@@ -71,14 +71,16 @@ from typing import Literal
 
 import numpy as np
 
-from .._choices import INTRAS, TIERS, Intra, Tier
+from .._choices import GOP, INTRAS, MAX_GOP, TIERS, Intra, Tier
 from ..errors import FrameError
 from . import group_header
 from ._decode import decode_group_rows, decode_rows, each_band
+from ._ffv1 import ffv1_format
 from ._lossless import bands_for, compressor, encode_lossless
 from ._lossy import encode_lossy
 from ._pixels import WEBP_MAX_SIDE, rct
 from ._planes import decode_planar, encode_planar
+from ._x264 import X264_FORMATS, encode_x264_group
 from .distance import check_finite, peak_of
 
 Layout = Literal["auto", "independent", "base", "chain"]
@@ -165,6 +167,7 @@ def encode_group(
     intra: Intra = "gradient",
     planes: Sequence[tuple[int, int]] | None = None,
     pix_fmt: str | None = None,
+    gop: int = GOP,
 ) -> EncodedGroup:
     """Encode a group of frames of one shape and dtype.
 
@@ -179,11 +182,15 @@ def encode_group(
         intra: how frames stored whole are coded: ``"gradient"`` (gradient residual +
             zstd, fast) or ``"webp"`` (lossless WebP, smaller and slower; lossless uint8
             RGB groups only, others use the gradient) or ``"ffv1"`` (planar groups only:
-            FFV1 keyframes through PyAV; others use the gradient).
+            FFV1 keyframes through PyAV; others use the gradient) or ``"x264"`` (planar
+            groups only: the whole group as lossless H.264, smallest on moving video and
+            slowest to read a random frame).
         planes: each plane's ``(rows, width)`` when every frame is a video's native planes
             one after another (see :class:`~hyperframes.io.layouts.Layout`): lossless
             groups are then coded plane by plane (lossy tiers ignore it).
-        pix_fmt: the planes' pixel format (``"yuv420p"``...), which ``intra="ffv1"`` needs.
+        pix_fmt: the planes' pixel format (``"yuv420p"``...), which ``intra="ffv1"`` and
+            ``"x264"`` need.
+        gop: with ``intra="x264"``, a keyframe every ``gop`` frames from the group's first.
 
     Raises:
         FrameError: no frames, mismatched frames, an unsupported dtype, or (lossy tiers)
@@ -194,9 +201,11 @@ def encode_group(
     _check_options(tier, psnr, layout, base, level)
     if intra not in INTRAS:
         raise ValueError(f"intra must be one of {', '.join(INTRAS)}, got {intra!r}")
+    if isinstance(gop, bool) or not isinstance(gop, int) or not 1 <= gop <= MAX_GOP:
+        raise ValueError(f"gop must be an int in 1..{MAX_GOP}, got {gop!r}; try {GOP}")
     n = arr.shape[0]
     if planes is not None and tier == "lossless":
-        return _encode_planar(arr, planes, layout, level, intra, pix_fmt)
+        return _encode_planar(arr, planes, layout, level, intra, pix_fmt, gop)
     b = 0 if base == "first" or layout == "independent" else n // 2
     transform = _transform_for(arr, tier)
     predictor = _predictor_for(arr, intra if transform == "rct" else "gradient")
@@ -313,6 +322,7 @@ def _encode_planar(
     level: int,
     intra: str,
     pix_fmt: str | None,
+    gop: int,
 ) -> EncodedGroup:
     shapes = [(int(h), int(w)) for h, w in planes]
     if arr.dtype not in (np.uint8, np.uint16) or sum(h * w for h, w in shapes) != arr[0].size:
@@ -320,12 +330,19 @@ def _encode_planar(
             f"planes {shapes} do not add up to frames of {arr.shape[1:]} {arr.dtype} "
             "(planar groups are uint8 or uint16)"
         )
-    if intra == "ffv1" and pix_fmt is None:
-        raise ValueError("intra='ffv1' needs the planes' pix_fmt, e.g. 'yuv420p'")
-    meta, records, parts = encode_planar(
-        arr, shapes, level=level, intra=intra, pix_fmt=pix_fmt,
-        layout="independent" if layout == "independent" else "anchors",
-    )  # fmt: skip
+    if intra in ("ffv1", "x264") and pix_fmt is None:
+        raise ValueError(f"intra={intra!r} needs the planes' pix_fmt, e.g. 'yuv420p'")
+    if intra == "x264" and pix_fmt is not None:
+        if ffv1_format(pix_fmt) not in X264_FORMATS:
+            raise ValueError(f"intra='x264' codes {', '.join(sorted(X264_FORMATS))}, not {pix_fmt}")
+        meta, records, parts = encode_x264_group(
+            arr.reshape(arr.shape[0], -1), shapes, ffv1_format(pix_fmt), gop
+        )
+    else:
+        meta, records, parts = encode_planar(
+            arr, shapes, level=level, intra=intra, pix_fmt=pix_fmt,
+            layout="independent" if layout == "independent" else "anchors",
+        )  # fmt: skip
     head = {"dtype": arr.dtype.str, "shape": list(arr.shape[1:]), "tier": "lossless", **meta}
     data = group_header.pack(head, records, b"".join(parts))
     n, used = arr.shape[0], str(meta["layout"])

@@ -26,9 +26,11 @@ compressed lengths are a 7th field of the record's entry.
 Planar groups (a video's native planes, see ``_planes``) add ``"planes": [[h, w], ...]``
 (1..4 planes whose samples add up to the frame), ``"segments": [[offset, rows, width],
 ...]`` (whole rows of one plane each, tiling the frame in order) and, with ``"predictor":
-"ffv1"``, ``"pix_fmt"`` and ``"extradata"`` (the FFV1 configuration record, hex); their raw
-(gradient) and delta records list one compressed length per segment as a 7th field; in an
-``ffv1`` group a raw record of 6 fields is one FFV1 packet.
+"ffv1"`` or ``"x264"``, ``"pix_fmt"`` and ``"extradata"`` (the FFV1 configuration record or
+H.264's parameter sets, hex); their raw (gradient) and delta records list one compressed
+length per segment as a 7th field; in an ``ffv1`` group a raw record of 6 fields is one
+FFV1 packet. In an ``x264`` group (``"layout": "gop"``, base 0) every record is one H.264
+packet of 6 fields: keyframes raw, every other frame a delta on the frame before it.
 
 Longer than 300 lines: every field of a group's untrusted header is validated here, in one
 place.
@@ -58,7 +60,7 @@ FRAME_DTYPES = frozenset(
 )
 QUANT_DTYPES = frozenset({"|i1", "<i2", "<i4", "<i8"})
 KINDS = frozenset({"raw", "delta", "quant", "copy"})
-LAYOUTS = frozenset({"independent", "base", "chain", "auto", "keyframe", "anchors"})
+LAYOUTS = frozenset({"independent", "base", "chain", "auto", "keyframe", "anchors", "gop"})
 
 
 @dataclass(frozen=True)
@@ -130,8 +132,9 @@ class Header:
         return out
 
 
-PREDICTORS = ("none", "gradient", "webp", "ffv1")
-"""How raw records are coded: as is or as gradient residuals (then zstd), or as WebP."""
+PREDICTORS = ("none", "gradient", "webp", "ffv1", "x264")
+"""How raw records are coded: as is or as gradient residuals (then zstd), as WebP, as FFV1
+packets; ``"x264"``: every record is a lossless H.264 packet."""
 TRANSFORMS = ("none", "rct")
 """Colour transforms applied to a whole lossless group before coding (see ``codec``)."""
 
@@ -212,13 +215,17 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     if planar:
         planes, segments, pix_fmt = _planar(head, shape, dtype, predictor)
         bands = len(segments)
-    elif {"segments", "pix_fmt", "extradata"} & set(head) or predictor == "ffv1":
-        raise StoreCorrupt("group header: segments, pix_fmt and ffv1 need planes")
+    elif {"segments", "pix_fmt", "extradata"} & set(head) or predictor in ("ffv1", "x264"):
+        raise StoreCorrupt(f"group header: segments, pix_fmt and {predictor} need planes")
+    packets = predictor == "x264"
     whole_raw = planar and predictor == "ffv1"
     records = tuple(
-        _record(entry, i, count, payload_len, bands, planar=planar, whole_raw=whole_raw)
+        _record(entry, i, count, payload_len, 1 if packets else bands, whole_raw=whole_raw,
+                planar=planar and not packets)
         for i, entry in enumerate(frames)
-    )
+    )  # fmt: skip
+    if packets and (head["layout"] != "gop" or base != 0 or not _gop_chain(records)):
+        raise StoreCorrupt("group header: x264 records must run from keyframes, frame by frame")
     if head["tier"] == "lossless" and any(r.kind == "quant" for r in records):
         raise StoreCorrupt("group header: a lossless group holds a quantised record")
     _check_acyclic([r.ref for r in records])
@@ -248,7 +255,7 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
         or len(extradata) > 2 * MAX_EXTRADATA
         or (extradata and not pix_fmt)
     ):
-        raise StoreCorrupt("group header: extradata must be a short hex string (ffv1 only)")
+        raise StoreCorrupt("group header: extradata must be a short hex string (ffv1, x264)")
     try:
         config = bytes.fromhex(extradata)
     except ValueError:
@@ -272,8 +279,9 @@ def _planar(
     total = math.prod(shape)
     if dtype.str not in ("|u1", "<u2") or head["tier"] != "lossless" or predictor not in (
         "gradient", "ffv1",
+    "x264",
     ) or "transform" in head or "bands" in head:  # fmt: skip
-        raise StoreCorrupt("group header: planes need lossless uint8/uint16 gradient or ffv1")
+        raise StoreCorrupt("group header: planes need lossless uint8/uint16 gradient, ffv1, x264")
     raw_planes, raw_segs = head["planes"], head.get("segments")
     if not isinstance(raw_planes, list) or not 1 <= len(raw_planes) <= 4:
         raise StoreCorrupt("group header: planes must be a list of 1 to 4 [rows, width]")
@@ -299,7 +307,9 @@ def _planar(
     if at != total:
         raise StoreCorrupt("group header: the segments do not cover the frame")
     pix_fmt = head.get("pix_fmt", "")
-    if (predictor == "ffv1") != (pix_fmt != "") or (pix_fmt and pix_fmt not in PLANAR_FORMATS):
+    if (predictor in ("ffv1", "x264")) != (pix_fmt != "") or (
+        pix_fmt and pix_fmt not in PLANAR_FORMATS
+    ):
         raise StoreCorrupt(f"group header: a bad pix_fmt {pix_fmt!r} for the {predictor} records")
     if pix_fmt:
         wide = "10le" in pix_fmt
@@ -312,6 +322,14 @@ def _pair(value: Any, what: str, high: int) -> tuple[int, int]:
     if not isinstance(value, list) or len(value) != 2:
         raise StoreCorrupt(f"group header: {what} must be [rows, width]")
     return _int(value[0], f"{what}'s rows", 1, high), _int(value[1], f"{what}'s width", 1, high)
+
+
+def _gop_chain(records: tuple[Record, ...]) -> bool:
+    """Whether every record is a keyframe (raw) or rests on the frame just before it, and
+    the first is a keyframe: an x264 group's packets, decoded in frame order."""
+    return records[0].kind == "raw" and all(
+        r.kind == "raw" or (r.kind == "delta" and r.ref == i - 1) for i, r in enumerate(records)
+    )
 
 
 def _check_acyclic(refs: list[int]) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from .._choices import INTRAS, TIERS
+from .._choices import INTRAS, MAX_GOP, TIERS
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
 from ..io.layouts import NATIVE, TAGS, Layout, layout_for, tags_in
@@ -95,8 +95,9 @@ class StoreHeader:
         tier: the codec tier (``"lossless"``, ``"psnr"`` or ``"keyframe"``).
         psnr: the PSNR target of the ``"psnr"`` tier, else ``None``.
         level: the zstd level.
-        intra: how frames stored whole are coded, ``"gradient"`` or ``"webp"``
-            (see :func:`hyperframes.hyper.encode_group`).
+        intra: how frames stored whole are coded, ``"gradient"``, ``"webp"``, ``"ffv1"``
+            or ``"x264"`` (see :func:`hyperframes.hyper.encode_group`).
+        gop: with ``intra="x264"``, frames from one keyframe to the next; else ``None``.
         grouping: the grouping options the store was packed with (informative), or ``None``.
         created_by: the library version that created the store.
         version: the format version.
@@ -115,6 +116,7 @@ class StoreHeader:
     version: int = VERSION
     intra: str = "gradient"
     pixels: dict[str, Any] | None = None
+    gop: int | None = None
 
     @property
     def layout(self) -> Layout | None:
@@ -135,7 +137,8 @@ class StoreHeader:
                 "psnr": self.psnr,
                 "level": self.level,
                 "intra": self.intra,
-            },
+            }
+            | ({} if self.gop is None else {"gop": self.gop}),
             "grouping": self.grouping,
             "checksum": "xxh3_64",
             "created_by": self.created_by,
@@ -144,9 +147,9 @@ class StoreHeader:
     def same_encoding(self, other: StoreHeader) -> bool:
         """Whether frames appended under ``other`` decode like those under ``self``."""
         return (self.spec, self.tier, self.psnr, self.level, self.intra, self.grouping,
-                self.pixels) == (
+                self.pixels, self.gop) == (
             other.spec, other.tier, other.psnr, other.level, other.intra, other.grouping,
-            other.pixels,
+            other.pixels, other.gop,
         )  # fmt: skip
 
 
@@ -254,11 +257,16 @@ def parse_header(raw: bytes | None) -> StoreHeader:
         raise StoreCorrupt(f"header: unknown checksum {head['checksum']!r}")
     spec = _parse_spec(head["spec"])
     codec = head["codec"]
-    if not isinstance(codec, dict) or set(codec) - {"intra"} != {"tier", "psnr", "level"}:
-        raise StoreCorrupt("header: codec must be {tier, psnr, level, intra}")
+    if not isinstance(codec, dict) or set(codec) - {"intra", "gop"} != {"tier", "psnr", "level"}:
+        raise StoreCorrupt("header: codec must be {tier, psnr, level, intra[, gop]}")
     intra = codec.get("intra", "gradient")  # stores packed before 0.2 have no "intra"
     if intra not in INTRAS:
         raise StoreCorrupt(f"header: unknown codec intra {intra!r}")
+    gop = codec.get("gop")
+    if (gop is None) != (intra != "x264"):
+        raise StoreCorrupt("header: codec gop is given exactly when intra is x264")
+    if gop is not None:
+        gop = _int(gop, "header: codec gop", 1, MAX_GOP)
     if codec["tier"] not in TIERS:
         raise StoreCorrupt(f"header: unknown codec tier {codec['tier']!r}")
     psnr = codec["psnr"]
@@ -277,7 +285,7 @@ def parse_header(raw: bytes | None) -> StoreHeader:
     pixels = _parse_pixels(head.get("pixels"), spec)
     return StoreHeader(
         spec, source, codec["tier"], None if psnr is None else float(psnr), level, grouping,
-        head["created_by"], version, intra, pixels,
+        head["created_by"], version, intra, pixels, gop,
     )  # fmt: skip
 
 

@@ -113,8 +113,9 @@ class StoreSink(Sink):
         tier: ``"lossless"`` (default), ``"psnr"`` or ``"keyframe"``.
         psnr: the target in dB for ``tier="psnr"``.
         level: zstd level.
-        intra: how frames stored whole are coded, ``"gradient"``, ``"webp"`` (RGB) or
-            ``"ffv1"`` (planes); see :class:`~hyperframes.store.writer.StoreWriter`.
+        intra: how frames stored whole are coded, ``"gradient"``, ``"webp"`` (RGB),
+            ``"ffv1"`` or ``"x264"`` (planes); see :class:`~hyperframes.store.writer.StoreWriter`.
+        gop: with ``intra="x264"``, frames from one keyframe to the next (default 32).
         grouping: the grouping options to record; by default those the ``.group()``
             stage before the sink uses (what is recorded is checked on resume).
         workers: encoding threads.
@@ -137,6 +138,7 @@ class StoreSink(Sink):
         psnr: float | None = None,
         level: int = 3,
         intra: Intra = "gradient",
+        gop: int | None = None,
         grouping: dict[str, Any] | None = None,
         workers: int = 2,
         pending_bytes: int | None = None,
@@ -145,7 +147,8 @@ class StoreSink(Sink):
     ) -> None:
         self.path = Path(path)
         self.options: dict[str, Any] = dict(
-            tier=tier, psnr=psnr, level=level, intra=intra, grouping=grouping, workers=workers,
+            tier=tier, psnr=psnr, level=level, intra=intra, gop=gop, grouping=grouping,
+            workers=workers,
             pending_bytes=pending_bytes, resume=resume, overwrite=overwrite,
         )  # fmt: skip
         self._writer: StoreWriter | None = None

@@ -30,7 +30,7 @@ from typing import Any, cast
 import lmdb
 import numpy as np
 
-from .._choices import INTRAS, TIERS, Intra, Tier, check_intra
+from .._choices import GOP, INTRAS, TIERS, Intra, Tier, check_gop, check_intra
 from .._version import __version__
 from ..errors import StoreError
 from ..frames import FrameSpec
@@ -71,7 +71,10 @@ class StoreWriter:
             (stores of a video's planes: FFV1 keyframes where smaller than the gradient;
             0.88-1.01x the size of FFV1 on the same planes of moving video, reading a
             random frame 1.0-1.6x the CPU of FFV1's, packing 1.4-2x its CPU; other
-            frames use the gradient).
+            frames use the gradient) or ``"x264"`` (stores of a video's planes, the size
+            mode: each group as lossless H.264, a keyframe every ``gop`` frames).
+        gop: with ``intra="x264"``, frames from one keyframe to the next (default 32);
+            smaller reads random frames faster, larger stores smaller.
         grouping: the grouping options, recorded in the header.
         workers: encoding threads (zstd releases the GIL).
         pending_bytes: the most bytes of queued groups' frames the writer holds while they
@@ -96,6 +99,7 @@ class StoreWriter:
         psnr: float | None = None,
         level: int = 3,
         intra: Intra = "gradient",
+        gop: int | None = None,
         grouping: dict[str, Any] | None = None,
         workers: int = 2,
         pending_bytes: int | None = None,
@@ -108,6 +112,7 @@ class StoreWriter:
             raise ValueError("pass psnr= exactly when tier='psnr' (e.g. tier='psnr', psnr=45)")
         if intra not in INTRAS:
             raise ValueError(f"intra must be one of {', '.join(INTRAS)}, got {intra!r}")
+        gop = check_gop(gop, intra)
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         if resume and overwrite:
@@ -121,7 +126,7 @@ class StoreWriter:
         check_intra(intra, planes=pixels is not None)
         self.header = fmt.StoreHeader(
             spec, fmt.json_safe(info), tier, psnr, level, grouping, __version__,
-            intra=intra, pixels=pixels,
+            intra=intra, pixels=pixels, gop=gop,
         )  # fmt: skip
         self._lock_fd: int | None = None
         self._prepare(resume=resume, overwrite=overwrite)  # takes the writer lock
@@ -335,8 +340,9 @@ class StoreWriter:
             planes = None if layout is None else layout.plane_shapes
             pix_fmt = None if layout is None else layout.name
             group = encode_group(
-                frames, tier=tier, level=h.level, intra=intra, planes=planes, pix_fmt=pix_fmt
-            )
+                frames, tier=tier, level=h.level, intra=intra, planes=planes, pix_fmt=pix_fmt,
+                gop=h.gop or GOP,
+            )  # fmt: skip
         exact = group.tier == "lossless"
         decoded = frames if exact else decode_group(group.data)
         sums = tuple(fmt.checksum(frame) for frame in decoded)
