@@ -44,7 +44,8 @@ class Ffv1Planes:
         options: dict[str, str] | None = None,
     ) -> None:
         self.options = dict(options or {})
-        self.pix_fmt, self.planes = ffv1_format(pix_fmt), [tuple(p) for p in planes]
+        self.pix_fmt = ffv1_format(pix_fmt)
+        self.planes = [(int(h), int(w)) for h, w in planes]
         self.height, self.width = self.planes[0]
         self.extradata = extradata
         self._encoder: list[Any] | None = None  # [av.VideoCodecContext, next pts]
