@@ -171,8 +171,8 @@ def measure(frames: np.ndarray, info: dict, reads: int, seed: int) -> dict[str, 
                     packed[name][2](i)
                     times[name].append(time.perf_counter() - t)
         finally:
-            for wall, size, read, close, exact in packed.values():
-                close()
+            for packing in packed.values():
+                packing[3]()  # close
         for name, (wall, size, _, _, exact) in packed.items():
             out[name] = {
                 "bytes": size,
