@@ -230,3 +230,30 @@ def test_analyze_describes_what_a_default_pack_does(clip_path, tmp_path, capsys)
         assert found["frames_as"] == "yuv420p" and found["max_len"] == 60
     assert main(["analyze", clip, "--samples", "0"]) == 0
     assert "as pack stores it by default: yuv420p frames" in capsys.readouterr().out
+
+
+def test_analyze_estimates_every_store_mode_and_names_the_smallest(clip_path, tmp_path, capsys):
+    """On the planes of a moving clip: each mode's size near what a pack of it stores, the
+    x264 mode the smallest and the gradient the fastest to read."""
+    clip = str(clip_path("bikes.mp4"))
+    assert main(["analyze", clip, "--json"]) == 0
+    modes = {m["intra"]: m for m in json.loads(capsys.readouterr().out)["store_modes"]}
+    assert set(modes) == {"gradient", "ffv1", "x264"} and modes["x264"]["gop"] == 32
+    assert modes["x264"]["ratio"] < modes["ffv1"]["ratio"] < modes["gradient"]["ratio"] < 1
+    assert modes["gradient"]["access_ms"] < modes["x264"]["access_ms"]
+    for intra in ("gradient", "x264"):  # the estimate against the store itself
+        assert main(["pack", clip, str(tmp_path / intra), "--intra", intra, "--json"]) == 0
+        stored = json.loads(capsys.readouterr().out)["ratio"]
+        assert 0.75 < modes[intra]["ratio"] / stored < 1.35, (intra, modes[intra], stored)
+    assert main(["analyze", clip]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "x264 --gop 32" in out and "smallest: --intra x264; fastest reads: --intra gradient" in out
+    )
+
+
+def test_no_store_modes_for_frames_stored_as_rgb_or_without_samples(cut_clip, capsys):
+    assert main(["analyze", str(cut_clip), "--json"]) == 0  # bgr0: stored as RGB
+    assert json.loads(capsys.readouterr().out)["store_modes"] == []
+    assert main(["analyze", str(cut_clip)]) == 0
+    assert "store modes" not in capsys.readouterr().out

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from ..engine.sizing import default_budget
     from ..hyper.grouping import GroupingOptions
     from ..io.video import VideoSource
+    from ..store.modes import estimate_modes
     from ..store.sink import plan_pack
     from .store import default_planes
 
@@ -78,11 +79,15 @@ def run(args: argparse.Namespace) -> int:
 
     report, written = observed(args, "analyze", start)
     result = found[0]
+    modes = []
+    if args.samples and frames != "rgb24":
+        modes = estimate_modes(args.input, group_length=result.mean_length or None)
     if args.plot:
         plot_timeline(result, args.plot, overwrite=args.overwrite)
     if args.json:
         data = result.to_dict()
-        data.update(fps=report.fps, wall_s=report.wall_s, frames_as=frames, max_len=max_len)
+        data.update(fps=report.fps, wall_s=report.wall_s, frames_as=frames, max_len=max_len,
+                    store_modes=[m.to_dict() for m in modes])  # fmt: skip
         data.update(written)
         print(json.dumps(data))
         return 0
@@ -97,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         print("worthwhile: not estimated (--samples 0)")
     else:
         print(f"worthwhile: {'yes' if result.worthwhile else 'no'}: {result.reason}")
+    if modes:
+        print(describe_modes(modes))
     print(f"recommended threshold: {result.recommended_threshold:.3g}")
     shown = ", ".join(map(str, result.boundaries[:20]))
     print(f"boundaries: {shown}{' ...' if len(result.boundaries) > 20 else ''}")
@@ -104,3 +111,20 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         print(f"plot: {args.plot}")
     return 0
+
+
+def describe_modes(modes: list[Any]) -> str:
+    """The store modes' estimates as lines, and which suits what."""
+    from ..analysis import percent
+
+    lines = ["store modes (pack --intra ..., estimated on a few frames of the planes):"]
+    for m in modes:
+        name = m.intra + (f" --gop {m.gop}" if m.gop else "")
+        lines.append(
+            f"  {name:<15} {percent(m.ratio):>6} of raw, a random frame ~{m.access_ms:.0f} ms "
+            f"to decode, codes ~{m.pack_fps:.0f} frames/s"
+        )
+    small = min(modes, key=lambda m: m.ratio)
+    fast = min(modes, key=lambda m: m.access_ms)
+    lines.append(f"  smallest: --intra {small.intra}; fastest reads: --intra {fast.intra}")
+    return "\n".join(lines)
