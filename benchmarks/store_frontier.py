@@ -201,6 +201,7 @@ def plot(results: dict[str, dict[str, dict[str, float]]], folder: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
 
     n = len(results)
     cols = min(3, n)
@@ -221,6 +222,12 @@ def plot(results: dict[str, dict[str, dict[str, float]]], folder: Path) -> Path:
                 lw=1, label="frontier")  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(ScalarFormatter())
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.scatter([], [], marker="o", color="tab:blue", label="the store (ours)")
+        ax.scatter([], [], marker="x", color="tab:gray", label="FFmpeg's coders")
+        ax.legend(fontsize=7, loc="upper right")
         ax.set_title(clip, fontsize=10)
         ax.set_xlabel("random access, ms (median)")
         ax.set_ylabel("size / FFV1")

@@ -570,3 +570,6 @@ def test_x264_options_are_checked() -> None:
                      intra="x264", gop=0)  # fmt: skip
     with pytest.raises(ValueError, match="needs the planes' pix_fmt"):
         encode_group(frames, planes=[(32, 48), (16, 24), (16, 24)], intra="x264")
+    with pytest.raises(ValueError, match="gop= applies to intra='x264' only"):
+        encode_group(frames, planes=[(32, 48), (16, 24), (16, 24)], pix_fmt="yuv420p",
+                     intra="ffv1", gop=8)  # fmt: skip

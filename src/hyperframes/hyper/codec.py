@@ -71,7 +71,7 @@ from typing import Literal
 
 import numpy as np
 
-from .._choices import GOP, INTRAS, MAX_GOP, TIERS, Intra, Tier
+from .._choices import INTRAS, TIERS, Intra, Tier, check_gop
 from ..errors import FrameError
 from . import group_header
 from ._decode import decode_group_rows, decode_rows, each_band
@@ -167,7 +167,7 @@ def encode_group(
     intra: Intra = "gradient",
     planes: Sequence[tuple[int, int]] | None = None,
     pix_fmt: str | None = None,
-    gop: int = GOP,
+    gop: int | None = None,
 ) -> EncodedGroup:
     """Encode a group of frames of one shape and dtype.
 
@@ -190,7 +190,8 @@ def encode_group(
             groups are then coded plane by plane (lossy tiers ignore it).
         pix_fmt: the planes' pixel format (``"yuv420p"``...), which ``intra="ffv1"`` and
             ``"x264"`` need.
-        gop: with ``intra="x264"``, a keyframe every ``gop`` frames from the group's first.
+        gop: with ``intra="x264"`` (only), a keyframe every ``gop`` frames from the group's
+            first (default 32).
 
     Raises:
         FrameError: no frames, mismatched frames, an unsupported dtype, or (lossy tiers)
@@ -201,11 +202,10 @@ def encode_group(
     _check_options(tier, psnr, layout, base, level)
     if intra not in INTRAS:
         raise ValueError(f"intra must be one of {', '.join(INTRAS)}, got {intra!r}")
-    if isinstance(gop, bool) or not isinstance(gop, int) or not 1 <= gop <= MAX_GOP:
-        raise ValueError(f"gop must be an int in 1..{MAX_GOP}, got {gop!r}; try {GOP}")
+    keyframes = check_gop(gop, intra)
     n = arr.shape[0]
     if planes is not None and tier == "lossless":
-        return _encode_planar(arr, planes, layout, level, intra, pix_fmt, gop)
+        return _encode_planar(arr, planes, layout, level, intra, pix_fmt, keyframes or 1)
     b = 0 if base == "first" or layout == "independent" else n // 2
     transform = _transform_for(arr, tier)
     predictor = _predictor_for(arr, intra if transform == "rct" else "gradient")

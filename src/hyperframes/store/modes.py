@@ -119,7 +119,7 @@ def _measure(
         t = time.perf_counter()
         group = encode_group(
             frames, planes=layout.plane_shapes, pix_fmt=layout.name, intra=cast(Intra, intra),
-            gop=n if intra == "x264" else GOP,
+            gop=n if intra == "x264" else None,
         )  # fmt: skip
         coding += time.perf_counter() - t
         raw += frames.nbytes

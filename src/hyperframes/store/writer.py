@@ -30,7 +30,7 @@ from typing import Any, cast
 import lmdb
 import numpy as np
 
-from .._choices import GOP, INTRAS, TIERS, Intra, Tier, check_gop, check_intra
+from .._choices import INTRAS, TIERS, Intra, Tier, check_gop, check_intra
 from .._version import __version__
 from ..errors import StoreError
 from ..frames import FrameSpec
@@ -341,7 +341,7 @@ class StoreWriter:
             pix_fmt = None if layout is None else layout.name
             group = encode_group(
                 frames, tier=tier, level=h.level, intra=intra, planes=planes, pix_fmt=pix_fmt,
-                gop=h.gop or GOP,
+                gop=h.gop,
             )  # fmt: skip
         exact = group.tier == "lossless"
         decoded = frames if exact else decode_group(group.data)
