@@ -49,7 +49,7 @@ import av
 import numpy as np
 
 from hyperframes import Pipeline
-from hyperframes.cli.store import whole_gops
+from hyperframes.cli.store import x264_max_len
 from hyperframes.engine.sizing import default_budget
 from hyperframes.hyper._x264 import x264_options
 from hyperframes.io.arrays import ArraySource
@@ -71,7 +71,7 @@ def store(intra: str, gop: int | None = None) -> Callable[[np.ndarray, dict, Pat
         if gop:  # as pack groups them: by length only, the longest its memory plan allows
             spec = source.spec
             longest = plan_pack(spec, default_budget(), min_len=2).max_len
-            grouping = {"threshold": 1.0, "max_len": whole_gops(longest, gop)}
+            grouping = {"threshold": 1.0, "max_len": x264_max_len(longest, gop)}
         t = time.perf_counter()
         sink = StoreSink(path, intra=intra, gop=gop)
         Pipeline.from_source(source, batch_size=16).group(**grouping).to(sink).run()

@@ -116,7 +116,7 @@ def run_pack(args: argparse.Namespace) -> int:
     whole = VideoSource(args.input, size=args.size, pix_fmt=pix_fmt)
     # grouping: what the user says, else what the resumed store was packed with, else the
     # defaults, with the longest group fitted to the memory budget (see plan_pack)
-    # (x264: a group's start is a keyframe, so groups are cut by length only, whole GOPs)
+    # (x264: a group's start is a keyframe, so groups are cut by length only, one GOP each)
     packed = _packed_grouping(args.store) if args.resume and start else {}
     defaults = GroupingOptions(threshold=1.0) if args.intra == "x264" else GroupingOptions()
     threshold = _first(args.threshold, packed.get("threshold"), defaults.threshold)
@@ -129,7 +129,7 @@ def run_pack(args: argparse.Namespace) -> int:
     )  # fmt: skip
     longest = plan.max_len
     if args.intra == "x264" and asked is None:
-        longest = whole_gops(longest, check_gop(args.gop, "x264") or GOP)
+        longest = x264_max_len(longest, check_gop(args.gop, "x264") or GOP)
     options = GroupingOptions(threshold=threshold, min_len=min_len, max_len=longest)
     grouping = {"threshold": threshold, "min_len": min_len, "max_len": longest}
     if args.resume and (start or complete):
@@ -156,10 +156,11 @@ def run_pack(args: argparse.Namespace) -> int:
     return _print_pack(args, report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
 
 
-def whole_gops(longest: int, gop: int) -> int:
-    """The longest group that holds whole GOPs of ``gop`` frames, at most ``longest``
-    (``longest`` itself when it is shorter than one GOP)."""
-    return longest if longest < gop else longest // gop * gop
+def x264_max_len(longest: int, gop: int) -> int:
+    """The longest x264 group: one GOP of ``gop`` frames where ``longest`` allows it. Longer
+    groups would store the same keyframes, and a read copies and checks its whole group's
+    record before decoding the GOP it needs."""
+    return min(longest, gop)
 
 
 def _pack_pix_fmt(args: argparse.Namespace, *, resuming: bool) -> Any:
