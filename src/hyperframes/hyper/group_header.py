@@ -333,16 +333,10 @@ def _gop_chain(records: tuple[Record, ...]) -> bool:
 
 
 def _check_acyclic(refs: list[int]) -> None:
-    """Refuse references that do not all lead to a raw frame (``ref`` -1), in linear time.
-
-    Each frame is walked at most once: a walk stops at the first frame already known to
-    reach a raw one, and the frames it passed are then marked as reaching one too. A walk
-    that comes back to a frame of its own path has found a cycle; the error names the
-    walk's first frame, the lowest-numbered frame whose chain never ends.
-
-    Raises:
-        StoreCorrupt: the references form a cycle.
-    """
+    """Refuse references that do not all lead to a raw frame (``ref`` -1), in linear time:
+    a walk stops at a frame known to reach a raw one and marks the frames it passed; one
+    that meets its own path has found a cycle, named by the walk's first frame (the lowest
+    whose chain never ends). Raises :class:`StoreCorrupt`."""
     resolved = [ref < 0 for ref in refs]
     on_path = [False] * len(refs)
     path: list[int] = []

@@ -66,15 +66,11 @@ class StoreWriter:
         psnr: the PSNR target in dB for ``tier="psnr"``.
         level: zstd level, 1..22.
         intra: how frames stored whole are coded: ``"gradient"`` (default, fast),
-            ``"webp"`` (lossless WebP: 16-25 % smaller stores, 7-20x slower to
-            pack; lossless uint8 RGB only, other frames use the gradient) or ``"ffv1"``
-            (stores of a video's planes: FFV1 keyframes where smaller than the gradient;
-            0.88-1.01x the size of FFV1 on the same planes of moving video, reading a
-            random frame 1.0-1.6x the CPU of FFV1's, packing 1.4-2x its CPU; other
-            frames use the gradient) or ``"x264"`` (stores of a video's planes, the size
-            mode: each group as lossless H.264, a keyframe every ``gop`` frames).
-        gop: with ``intra="x264"``, frames from one keyframe to the next (default 32);
-            smaller reads random frames faster, larger stores smaller.
+            ``"webp"`` (lossless WebP, RGB: 16-25 % smaller, 7-20x slower to pack),
+            ``"ffv1"`` (a video's planes: FFV1 keyframes where smaller than the gradient)
+            or ``"x264"`` (a video's planes, the size mode: each group as lossless H.264);
+            see ``docs/measured.md`` for what each costs.
+        gop: with ``intra="x264"``, frames from one keyframe to the next (default 32).
         grouping: the grouping options, recorded in the header.
         workers: encoding threads (zstd releases the GIL).
         pending_bytes: the most bytes of queued groups' frames the writer holds while they
