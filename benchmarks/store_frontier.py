@@ -201,7 +201,7 @@ def plot(results: dict[str, dict[str, dict[str, float]]], folder: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import ScalarFormatter
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     n = len(results)
     cols = min(3, n)
@@ -225,6 +225,7 @@ def plot(results: dict[str, dict[str, dict[str, float]]], folder: Path) -> Path:
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.yaxis.set_minor_formatter(ScalarFormatter())
         ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.scatter([], [], marker="o", color="tab:blue", label="the store (ours)")
         ax.scatter([], [], marker="x", color="tab:gray", label="FFmpeg's coders")
         ax.legend(fontsize=7, loc="upper right")
