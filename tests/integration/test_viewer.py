@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from hyperframes import FrameSpec, Pipeline
 from hyperframes.hyper.distance import frame_mse
 from hyperframes.io.video import VideoSource
-from hyperframes.store import StoreSink, StoreWriter
+from hyperframes.store import FrameStore, StoreSink, StoreWriter
 from hyperframes.viewer import Viewer, create_app, open_viewed
 
 pytestmark = pytest.mark.usefixtures("no_thread_leak")
@@ -262,3 +262,17 @@ def test_a_video_is_packed_with_its_mse_and_served_exactly(synthetic_mp4: Path) 
 def test_a_missing_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="does not exist"):
         open_viewed(tmp_path / "nothing.mp4")
+
+
+def test_an_x264_store_is_served_exactly(synthetic_mp4: Path, tmp_path: Path) -> None:
+    """The size mode's store (lossless H.264 GOPs): random frames, as the store gives them."""
+    path = tmp_path / "x264.hfs"
+    source = VideoSource(synthetic_mp4, pix_fmt="native")
+    Pipeline.from_source(source, batch_size=8).group(threshold=1.0, max_len=8).to(
+        StoreSink(path, intra="x264", gop=4)
+    ).run()
+    with Viewer(open_viewed(path), default_format="png") as viewer, FrameStore(path) as store:
+        client = TestClient(viewer.app)
+        for i in (37, 3, 20, 0):  # each from its nearest keyframe
+            shown = decode(client.get(f"/api/frame/{i}?format=png").content)
+            assert np.array_equal(shown, store[i])

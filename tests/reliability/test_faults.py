@@ -264,3 +264,41 @@ def test_simulated_enospc_in_a_sink_removes_the_partial_video(tmp_path: Path):
     with pytest.raises(OSError, match="No space left"):
         Pipeline.from_frames(frames, batch_size=16).to(FullDisk(tmp_path / "o.mkv")).run()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def yuv_noise_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """60 frames of 320x192 yuv420p noise in FFV1 (about 5.5 MB of planes, which lossless
+    H.264 cannot shrink: twice the small disk)."""
+    path = tmp_path_factory.mktemp("noise") / "yuv.mkv"
+    rng = np.random.default_rng(1)
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 320, 192, "yuv420p"
+        for i in range(60):
+            video_frame = av.VideoFrame(320, 192, "yuv420p")
+            for plane in video_frame.planes:
+                view = np.frombuffer(memoryview(plane), np.uint8)
+                view[...] = rng.integers(0, 256, view.shape, dtype=np.uint8)
+            video_frame.pts = i
+            container.mux(stream.encode(video_frame))
+        container.mux(stream.encode(None))
+    return path
+
+
+def test_an_x264_pack_onto_a_full_disk_verifies_and_resumes(
+    small_disk: Path, yuv_noise_clip: Path, tmp_path: Path
+):
+    store = small_disk / "x.hfs"
+    args = ("--intra", "x264", "--gop", "4")
+    done = hyperframes("pack", str(yuv_noise_clip), str(store), *args)
+    assert done.returncode == 1
+    assert "no space left" in one_error_line(done.stderr)
+    with FrameStore(store, pix_fmt="native") as partial:
+        assert not partial.complete and 0 < len(partial) < 60 and partial.verify() == []
+    moved = tmp_path / "moved.hfs"
+    shutil.copytree(store, moved)
+    done = hyperframes("pack", str(yuv_noise_clip), str(moved), *args, "--resume")
+    assert done.returncode == 0, done.stderr
+    with FrameStore(moved, pix_fmt="native") as full:
+        assert full.complete and len(full) == 60 and full.verify() == []

@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how frames stored whole are coded: gradient (fast) or webp (RGB stores: "
         "lossless WebP, 16-25%% smaller, 7-20x slower to pack) or ffv1 (stores of planes: "
         "FFV1 keyframes, 0.88-1.01x FFV1's size on moving video, a random frame 1.0-1.6x "
-        "FFV1's CPU) or x264 (stores of planes, the size mode: lossless H.264 GOPs)",
+        "FFV1's CPU) or x264 (stores of planes, the size mode: lossless H.264, 1.1-4.4x "
+        "smaller than gradient on moving video, a random frame 8-50x slower to read)",
     )  # fmt: skip
     p.add_argument(
         "--gop", type=positive_int, default=None, metavar="K",
