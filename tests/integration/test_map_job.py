@@ -167,7 +167,10 @@ def test_a_function_that_answers_wrongly_gets_one_line(model, bikes, capsys):
 
 def _start_map(model: Path, bikes: Path, out: Path, *extra: str) -> subprocess.Popen:
     code = (
-        "import sys, hyperframes.io.results as r; r.PART_ROWS = 16\n"
+        "import signal, sys, hyperframes.io.results as r; r.PART_ROWS = 16\n"
+        # Ctrl-C as a terminal gives it, also when the tests run in a background job
+        # (which starts children with SIGINT ignored)
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from hyperframes.cli import main\n"
         f"sys.exit(main({['map', str(bikes), 'mymodel:brightness', '--out', str(out), *extra]!r}))"
     )
