@@ -19,7 +19,10 @@ segments' busy time (source: decode and resize, sink: encode).
 are: unpinned, a "1-CPU" node on this 2-core machine runs its decoder and encoder
 threads on both cores, so one node is not one CPU and two are not twice that.
 
-Run:  python benchmarks/chunked_command.py [--rounds 3] [--pin]
+``--job 1080p-ffv1`` / ``1080p-x264``: bigbuckbunny upscaled to 1080p (1,056 frames) to FFV1
+or to x264, the same way (issue 30's 1080p jobs).
+
+Run:  python benchmarks/chunked_command.py [--rounds 3] [--pin] [--job bikes]
 """
 
 from __future__ import annotations
@@ -96,17 +99,57 @@ def stop_cluster(env: dict[str, str]) -> None:
     subprocess.run([ray, "stop", "--force"], env=env, capture_output=True)
 
 
-def command(source: Path, out: Path, phases: Path, env: dict[str, str], ray: bool) -> dict:
+JOBS = {
+    "bikes": ["--codec", "ffv1", "--size", "320x136"],
+    "1080p-ffv1": ["--codec", "ffv1"],
+    "1080p-x264": ["--codec", "libx264"],
+}
+"""The transcodes timed: issue 30's bikes job, and the 1080p jobs (bigbuckbunny upscaled,
+1,056 frames) to FFV1 and to x264 (its default settings here: crf 23, preset medium)."""
+
+
+def make_1080p(folder: Path) -> Path:
+    """bigbuckbunny upscaled to 1920x1080 (bicubic), 8 times in a row (1,056 frames), H.264
+    crf 18 with a keyframe every 48 frames (made as ``chunked.make_input`` makes bikes')."""
+    import av
+
+    from store import clip_folder
+
+    path = folder / "bbb-1080p-x8.mp4"
+    with av.open(str(clip_folder() / "bigbuckbunny.mp4")) as source:
+        frames = [
+            f.reformat(
+                width=1920, height=1080, format="yuv420p", interpolation="BICUBIC"
+            ).to_ndarray()
+            for f in source.decode(video=0)
+        ]
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 1920, 1080, "yuv420p"
+        stream.options = {"g": "48", "keyint_min": "48", "sc_threshold": "0", "crf": "18"}
+        for i in range(8 * len(frames)):
+            frame = av.VideoFrame.from_ndarray(frames[i % len(frames)], format="yuv420p")
+            frame.pts = i
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return path
+
+
+def command(
+    source: Path, out: Path, phases: Path, env: dict[str, str], ray: bool, job: str = "bikes"
+) -> dict:
     """Run the whole command in a child; its wall, its phases and its report."""
-    args = [str(source), str(out), "--codec", "ffv1", "--size", "320x136", "--json"]
+    args = [str(source), str(out), *JOBS[job], "--json"]
     if ray:
         args += ["--chunks", "--executor", "ray", "--ray-address", f"127.0.0.1:{PORT}"]
     out.unlink(missing_ok=True)
     t0 = time.perf_counter()
     got = subprocess.run(
         [sys.executable, "-c", PHASES, "transcode", *args],
-        env=env | {"HF_PHASES": str(phases)}, capture_output=True, text=True, check=True,
+        env=env | {"HF_PHASES": str(phases)}, capture_output=True, text=True,
     )  # fmt: skip
+    if got.returncode:
+        raise SystemExit(f"the command failed: {got.stderr[-2000:]}")
     wall = time.perf_counter() - t0
     report = json.loads(got.stdout)
     marks = json.loads(phases.read_text())
@@ -120,6 +163,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--loops", type=int, default=8)
     ap.add_argument("--pin", action="store_true", help="each node on a core of its own")
+    ap.add_argument("--job", choices=sorted(JOBS), default="bikes", help="the transcode timed")
     args = ap.parse_args()
     if not in_own_namespace():
         loopback = [sys.executable, str(REPO / "tests" / "loopback.py"), sys.executable]
@@ -128,27 +172,28 @@ def main() -> None:
     from chunked import make_input
 
     folder = Path(tempfile.mkdtemp(prefix="hf-chunked-command-"))
-    source = make_input(folder, args.loops)
+    source = make_input(folder, args.loops) if args.job == "bikes" else make_1080p(folder)
     env = os.environ | {
         "PYTHONPATH": str(REPO / "src"), "RAY_AUTH_MODE": "disabled",
         "RAY_USAGE_STATS_ENABLED": "0",
     }  # fmt: skip
     runs: dict[str, list[dict]] = {"1 node": [], "2 nodes": [], "local": []}
+    out = folder / ("out.mp4" if args.job.endswith("x264") else "out.mkv")
     try:
         for _ in range(args.rounds):
             for name in runs:
                 if name == "local":
-                    got = command(source, folder / "out.mkv", folder / "p.json", env, ray=False)
+                    got = command(source, out, folder / "p.json", env, ray=False, job=args.job)
                 else:
                     start_cluster(int(name[0]), args.pin, env)
                     try:
-                        got = command(source, folder / "out.mkv", folder / "p.json", env, ray=True)
+                        got = command(source, out, folder / "p.json", env, ray=True, job=args.job)
                     finally:
                         stop_cluster(env)
                 runs[name].append(got)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"{args.loops * 250} frames, {'pinned' if args.pin else 'unpinned'} nodes, "
+    print(f"job {args.job}, {'pinned' if args.pin else 'unpinned'} nodes, "
           f"median of {args.rounds} rounds (seconds)")  # fmt: skip
     phases = sorted({p for r in runs["2 nodes"] for p in r["phases"]})
     print(f"{'':<26}" + "".join(f"{n:>10}" for n in runs))
