@@ -64,13 +64,18 @@ timed(ch, "_wait_all", "segments")
 from hyperframes.cli import main
 marks["start-up and imports"] = time.time() - t0
 code = main(sys.argv[1:])
-if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+def write_marks():
+    marks["until exit"] = time.time() - t0
+    with open(os.environ["HF_PHASES"], "w") as f:
+        json.dump(marks, f)
+atexit.register(write_marks)  # as the hyperframes command ends (hyperframes.cli.run):
+if "ray" in sys.modules:  # a driver of a cluster it joined leaves at once
+    from hyperframes.executors._ray_connect import leave_quickly
     t = time.time()
-    sys.modules["ray"].shutdown()
-    marks["disconnect"] = time.time() - t
-marks["until exit"] = time.time() - t0
-with open(os.environ["HF_PHASES"], "w") as f:
-    json.dump(marks, f)
+    leave_quickly(code)
+    if sys.modules["ray"].is_initialized():
+        sys.modules["ray"].shutdown()
+        marks["disconnect"] = time.time() - t
 sys.exit(code)
 """
 

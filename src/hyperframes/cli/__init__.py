@@ -67,6 +67,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2 if isinstance(exc, UsageError) else code
 
 
+def run() -> None:
+    """The ``hyperframes`` command: :func:`main`, then exit with its code (at once when a
+    Ray cluster was joined: see :func:`~hyperframes.executors._ray_connect.leave_quickly`)."""
+    code = main()
+    if "ray" in sys.modules:
+        from ..executors._ray_connect import leave_quickly
+
+        leave_quickly(code)
+    sys.exit(code)
+
+
 def flags_of(parser: argparse.ArgumentParser, command: str) -> set[str]:
     """Every option string of ``command`` (``{"--overwrite", "--json", ...}``)."""
     for action in parser._actions:

@@ -6,11 +6,17 @@ about a function keeps it from being pickled.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import logging
 import os
 import socket
+import sys
 from typing import Any
 
 INSTALL = "pip install 'hyperframes-engine[ray]'"
+_joined: list[str] = []
+"""The address of the running cluster this process joined (a driver of it), if any."""
 
 
 def import_ray() -> Any:
@@ -61,6 +67,8 @@ def start_ray(ray: Any, address: str | None, **init_kwargs: Any) -> None:
     check_reachable(address)
     try:
         ray.init(address=address, **init_kwargs)
+        if address != "local":
+            _joined.append(str(address))
     except ConnectionError as exc:
         if address == "auto":
             raise ConnectionError(
@@ -91,3 +99,23 @@ def ship_by_value(ray: Any, module: Any) -> None:
 def node_id() -> str:
     """The id of the Ray node this code runs on (in a task or an actor)."""
     return str(import_ray().get_runtime_context().get_node_id())
+
+
+def leave_quickly(code: int) -> None:
+    """End this process with ``code`` now when it is a driver of a running cluster it
+    joined: the other exit handlers run and the output is flushed, but not Ray's
+    disconnect, which waits 0.3 s for its listener threads, nor the interpreter's teardown
+    (another 0.1 s with Ray loaded). The cluster ends the job when its driver's process
+    ends either way. A Ray this process started itself is shut down as usual (that stops
+    its processes). Returns when there is nothing to leave.
+    """
+    ray = sys.modules.get("ray")
+    if not _joined or ray is None or not ray.is_initialized():
+        return
+    atexit.unregister(ray.shutdown)
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed, or a pipe gone
+            stream.flush()
+    os._exit(code)
