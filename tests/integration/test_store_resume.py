@@ -292,6 +292,7 @@ def test_pack_intra_x264_cuts_one_gop_per_group_and_keeps_the_planes(
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
     with FrameStore(plain, pix_fmt="native") as want, FrameStore(small, pix_fmt="native") as got:
         assert got.header.intra == "x264" and got.header.gop == 8
+        assert cli.store_info(small)["gop"] == 8 and "gop" not in cli.store_info(plain)
         # cut by length only (a group's start is a keyframe), one GOP each
         assert got.header.grouping["threshold"] == 1.0
         assert got.header.grouping["max_len"] == 8

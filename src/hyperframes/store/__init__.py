@@ -77,6 +77,8 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             intra=store.header.intra,
             pixels=store.header.pixels,
         )
+        if store.header.gop is not None:  # x264: frames from one keyframe to the next
+            info["gop"] = store.header.gop
         if store.header.pixels is not None:  # planes: what a read gives, and what is kept
             kept, layout = store.header.spec, store.header.pixels["layout"]
             info.update(
