@@ -53,10 +53,10 @@ from hyperframes.cli.store import x264_max_len
 from hyperframes.engine.sizing import default_budget
 from hyperframes.hyper._x264 import x264_options
 from hyperframes.io.arrays import ArraySource
-from hyperframes.io.layouts import Layout, to_rgb
+from hyperframes.io.layouts import Layout
 from hyperframes.store import FrameStore, StoreSink
 from hyperframes.store.sink import plan_pack
-from store_planes import clips, load  # this folder's helpers: the clips, their planes
+from store_planes import clips, file_reader, load, write_planes  # this folder's helpers
 
 Packed = tuple[float, int, Callable[[int], np.ndarray], Callable[[], None], bool]
 """(pack seconds, bytes, read(i) -> RGB, close, planes bit-exact)."""
@@ -91,32 +91,11 @@ def anchor(codec: str, options: dict[str, str] | None = None) -> Callable[..., P
         tags = {k: info[k] for k in ("colorspace", "color_range") if k in info}
         path = folder / f"{codec}.{'mkv' if codec in ('ffv1', X264) else 'avi'}"
         t = time.perf_counter()
-        with av.open(str(path), "w") as container:
-            stream = container.add_stream(codec, rate=25)
-            stream.width, stream.height = layout.width, layout.height
-            stream.pix_fmt = "yuv420p"
-            stream.options = dict(options or {})
-            for i, frame in enumerate(frames):
-                video_frame = layout.to_frame(frame)
-                video_frame.pts = i
-                container.mux(stream.encode(video_frame))
-            container.mux(stream.encode(None))
+        write_planes(path, codec, options or {}, frames, layout)
         wall = time.perf_counter() - t
-        container = av.open(str(path))
-        vstream = container.streams.video[0]
-        scratch = np.empty(layout.shape, layout.dtype)
-
-        def read(i: int) -> np.ndarray:
-            target = i / 25
-            container.seek(round(target / vstream.time_base), stream=vstream, backward=True)
-            for frame in container.decode(vstream):
-                if frame.time is not None and frame.time >= target - 1e-3:
-                    layout.read(frame, scratch)
-                    return to_rgb(scratch, layout, tags)
-            raise RuntimeError(f"frame {i} not found")
-
+        read, close = file_reader(path, layout, tags)
         exact = _exact_file(path, frames, layout)
-        return wall, path.stat().st_size, read, container.close, exact
+        return wall, path.stat().st_size, read, close, exact
 
     return run
 

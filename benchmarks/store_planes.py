@@ -124,6 +124,39 @@ def pack_store(intra: str, patch: dict[str, object] | None = None) -> Callable[.
     return run
 
 
+def write_planes(path: Path, codec: str, options: dict[str, str], frames: np.ndarray,
+                 layout: Layout) -> None:  # fmt: skip
+    """Code ``frames`` (planes of ``layout``) with ``codec`` into the file at ``path``."""
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream(codec, rate=25)
+        stream.width, stream.height, stream.pix_fmt = layout.width, layout.height, "yuv420p"
+        stream.options = dict(options)
+        for i, frame in enumerate(frames):
+            video_frame = layout.to_frame(frame)
+            video_frame.pts = i
+            container.mux(stream.encode(video_frame))
+        container.mux(stream.encode(None))
+
+
+def file_reader(path: Path, layout: Layout, tags: dict) -> tuple[Reader, Callable[[], None]]:
+    """Frame ``i`` of the file at ``path`` as RGB, by seek and decode (as the store converts
+    its planes), and the call that closes the file."""
+    container = av.open(str(path))
+    vstream = container.streams.video[0]
+    scratch = np.empty(layout.shape, layout.dtype)
+
+    def read(i: int) -> np.ndarray:
+        target = i / 25
+        container.seek(round(target / vstream.time_base), stream=vstream, backward=True)
+        for frame in container.decode(vstream):
+            if frame.time is not None and frame.time >= target - 1e-3:
+                layout.read(frame, scratch)
+                return to_rgb(scratch, layout, tags)
+        raise RuntimeError(f"frame {i} not found")
+
+    return read, container.close
+
+
 def pack_ffv1(options: dict[str, str]) -> Callable[..., tuple]:
     def run(
         frames: np.ndarray, info: dict, folder: Path
@@ -132,31 +165,11 @@ def pack_ffv1(options: dict[str, str]) -> Callable[..., tuple]:
         tags = {k: info[k] for k in ("colorspace", "color_range") if k in info}
         path = folder / f"ffv1-{len(options)}.mkv"
         t, c = time.perf_counter(), time.process_time()
-        with av.open(str(path), "w") as container:
-            stream = container.add_stream("ffv1", rate=25)
-            stream.width, stream.height, stream.pix_fmt = layout.width, layout.height, "yuv420p"
-            stream.options = dict(options)
-            for i, frame in enumerate(frames):
-                video_frame = layout.to_frame(frame)
-                video_frame.pts = i
-                container.mux(stream.encode(video_frame))
-            container.mux(stream.encode(None))
+        write_planes(path, "ffv1", options, frames, layout)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
-        container = av.open(str(path))
-        vstream = container.streams.video[0]
-        scratch = np.empty(layout.shape, layout.dtype)
-
-        def read(i: int) -> np.ndarray:
-            target = i / 25
-            container.seek(round(target / vstream.time_base), stream=vstream, backward=True)
-            for frame in container.decode(vstream):
-                if frame.time is not None and frame.time >= target - 1e-3:
-                    layout.read(frame, scratch)
-                    return to_rgb(scratch, layout, tags)
-            raise RuntimeError(f"frame {i} not found")
-
+        read, close = file_reader(path, layout, tags)
         run.exact = True  # type: ignore[attr-defined]
-        return wall, cpu, path.stat().st_size, read, container.close
+        return wall, cpu, path.stat().st_size, read, close
 
     return run
 
