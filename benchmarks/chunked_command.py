@@ -70,7 +70,7 @@ def write_marks():
         json.dump(marks, f)
 atexit.register(write_marks)  # as the hyperframes command ends (hyperframes.cli.run):
 if "ray" in sys.modules:  # a driver of a cluster it joined leaves at once
-    from hyperframes.executors._ray_connect import leave_quickly
+    from hyperframes.executors.ray import leave_quickly
     t = time.time()
     leave_quickly(code)
     if sys.modules["ray"].is_initialized():

@@ -69,10 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """The ``hyperframes`` command: :func:`main`, then exit with its code (at once when a
-    Ray cluster was joined: see :func:`~hyperframes.executors._ray_connect.leave_quickly`)."""
+    Ray cluster was joined: see :func:`~hyperframes.executors.ray.leave_quickly`)."""
     code = main()
     if "ray" in sys.modules:
-        from ..executors._ray_connect import leave_quickly
+        from ..executors.ray import leave_quickly
 
         leave_quickly(code)
     sys.exit(code)

@@ -37,11 +37,20 @@ import numpy as np
 from ..errors import StageError
 from ..frames import committed_memory
 from ._ray_actor import Answer, StageActor, pack
-from ._ray_connect import check_shippable, import_ray, node_id, ship_by_value, start_ray
+from ._ray_connect import (
+    check_shippable,
+    import_ray,
+    leave_quickly,
+    node_id,
+    ship_by_value,
+    start_ray,
+)
 from ._shm import SharedBlocks, SharedMemoryFull
 from ._wire import Shared, reraised
 
-__all__ = ["RayExecutor", "check_shippable", "import_ray", "node_id", "ship_by_value"]
+__all__ = [
+    "RayExecutor", "check_shippable", "import_ray", "leave_quickly", "node_id", "ship_by_value",
+]  # fmt: skip
 
 
 def _actor_died(stage: str, exc: BaseException) -> StageError:
