@@ -52,7 +52,8 @@ class ModeEstimate:
     access_ms: float
     """Decoding one random frame, planes (ms)."""
     pack_fps: float
-    """Coding frames, one thread (frames / s)."""
+    """Coding frames as one of the store's encoding workers does (frames / s; libx264
+    codes on threads of its own)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
