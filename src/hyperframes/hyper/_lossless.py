@@ -1,5 +1,5 @@
 """Lossless groups of arrays (RGB frames, any integer or float frames): frames coded
-alone (gradient residual + zstd, or lossless WebP) and deltas along the layout's chain,
+alone (gradient residual + zstd, or lossless WebP) and deltas along the layout's references,
 band by band, chosen by ``_records.choose_records``. (A video's planes go through
 ``_planes``; lossy tiers through ``_lossy``.)
 """
@@ -11,7 +11,7 @@ import zstandard as zstd
 
 from . import group_header
 from ._pixels import as_uint, planes, webp_encode
-from ._records import ANCHOR_EVERY, Blob, choose_records
+from ._records import Blob, choose_records, reference
 
 BAND_BYTES = 192 << 10
 """A lossless uint8 group is cut into one band per this many bytes of a frame..."""
@@ -54,15 +54,15 @@ def _raw_blob(coded: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, band
     return _compress(as_uint(coded), predictor, cctx, bands)
 
 
-def _reference(i: int, b: int, layout: str) -> int:
+def _reference(i: int, b: int, n: int, layout: str) -> int:
+    """Frame ``i``'s reference under ``layout``: ``"auto"`` is the codec's one rule
+    (``_records.reference``); the others are what their names say."""
     if layout == "independent" or i == b:
         return -1
-    step = 1 if i > b else -1
-    if layout == "chain":
-        return i - step
     if layout == "auto":
-        hop = ANCHOR_EVERY if (i - b) % ANCHOR_EVERY == 0 else 1
-        return i - step * hop
+        return reference(i, b, n)
+    if layout == "chain":
+        return i - 1 if i > b else i + 1
     return b
 
 
@@ -79,7 +79,7 @@ def encode_lossless(
     return choose_records(
         arr.shape[0],
         b,
-        reference=lambda i: _reference(i, b, layout),
+        reference=lambda i: _reference(i, b, arr.shape[0], layout),
         alone=lambda i: _raw_blob(arr[i], predictor, cctx, bands),
         delta=lambda i, ref: _compress(as_uint(arr[i]) - as_uint(arr[ref]), "none", cctx, bands),
         same=lambda i, ref: np.array_equal(as_uint(arr[i]), as_uint(arr[ref])),

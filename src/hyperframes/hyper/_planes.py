@@ -22,15 +22,13 @@ Records:
 - delta: per segment, the difference modulo ``2**bits`` to the reference, one zstd frame;
 - copy: the reference's samples.
 
-References (``"layout": "anchors"``, :func:`reference`): the base is the middle frame;
-every :data:`ANCHOR_EVERY`-th frame from it is an *anchor* that references the base (an
-end frame more than 4 past the last anchor is one too, referencing that anchor); every
-other frame references its neighbour towards its nearest anchor, so any frame decodes from
-at most 6 records whatever the group's length (the ``"auto"`` chain needs up to
-``n/16 + 8``: 11 in a 60-frame group), and deltas stay between neighbours. Size cost
-against that chain: 3.1 % on testvideo (the end anchors of its 60-frame groups), 0.0 % on
-bigbuckbunny and bikes; deltas straight to the nearest anchor (at most 3 records) cost
-23 %, 6 % and 0.3 % (testvideo, bigbuckbunny, bikes). A delta that codes larger than the
+References (``"layout": "anchors"``): the codec's one rule (``_records.reference``),
+with the base in the middle frame: any frame decodes from at most 6 records whatever the
+group's length, and deltas stay between neighbours. Size cost against a chain of
+neighbours with every 8th frame hopping 8 (up to ``n/16 + 8`` records: 11 in a 60-frame
+group): 3.1 % on testvideo (the end anchors of its 60-frame groups), 0.0 % on bigbuckbunny
+and bikes; deltas straight to the nearest anchor (at most 3 records) cost 23 %, 6 % and
+0.3 % (testvideo, bigbuckbunny, bikes). A delta that codes larger than the
 frame alone is replaced by the frame alone; one whose residual, sampled on a few luma
 rows, promises clearly more bits than the gradient's is not coded at all
 (:func:`delta_may_pay`).
@@ -57,7 +55,7 @@ from . import group_header
 from ._decode import each_band
 from ._ffv1 import FFV1_FORMATS, Ffv1Planes, ffv1_format
 from ._pixels import gradient, ungradient
-from ._records import ANCHOR_EVERY, Blob, choose_records
+from ._records import Blob, choose_records, reference
 from ._x264 import decode_x264
 from .group_header import Header, Record
 
@@ -118,31 +116,6 @@ def segments(planes: Sequence[tuple[int, int]], *, luma_bands: int) -> list[Segm
 def luma_bands_for(planes: Sequence[tuple[int, int]]) -> int:
     h, w = planes[0]
     return max(1, min(MAX_LUMA_SEGMENTS, (h * w) // SEGMENT_SAMPLES, h))
-
-
-def reference(i: int, b: int, n: int) -> int:
-    """Frame ``i``'s reference in a group of ``n`` with its base at ``b`` (-1: none).
-
-    Anchors (every :data:`ANCHOR_EVERY`-th frame from the base) reference the base; every
-    other frame references its neighbour one step towards its nearest anchor (ties: the
-    one nearer the base). Where a group's end lies more than ``ANCHOR_EVERY / 2`` frames
-    past its last anchor, the end frame is an anchor too (referencing that last anchor),
-    so a frame decodes from at most 6 records whatever the group's length.
-    """
-    if i == b:
-        return -1
-    off = i - b
-    if off % ANCHOR_EVERY == 0:
-        return b
-    below = b + ANCHOR_EVERY * (off // ANCHOR_EVERY)
-    regular = [a for a in (below, below + ANCHOR_EVERY) if 0 <= a < n]
-    anchor = min(regular, key=lambda a: (abs(a - i), abs(a - b)))
-    if abs(i - anchor) > ANCHOR_EVERY // 2:  # a long tail: its end frame is an anchor too
-        end = n - 1 if i > anchor else 0
-        if i == end:
-            return anchor
-        anchor = end if abs(end - i) < abs(i - anchor) else anchor
-    return i - 1 if anchor < i else i + 1
 
 
 # -- prediction -------------------------------------------------------------------------

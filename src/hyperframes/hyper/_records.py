@@ -1,8 +1,16 @@
-"""How a group's frames become records: the one choice every layout of the codec makes.
+"""How a group's frames become records: the one choice and the one reference rule every
+layout of the codec uses.
 
-The base is coded alone. Every other frame is coded against its reference (the layout's
-rule: ``codec``'s chains for arrays, ``_planes``' anchors for a video's planes): as a copy
-where it equals the reference, else as a delta; a delta that codes larger than
+References (:func:`reference`): every :data:`ANCHOR_EVERY`-th frame from the base is an
+*anchor* that references the base (an end frame more than 4 past the last anchor is one
+too, referencing that anchor); every other frame references its neighbour towards its
+nearest anchor. Deltas stay between neighbours, and any frame decodes from at most 6
+records whatever the group's length. Arrays (``layout="auto"``) and a video's planes
+(``"anchors"``) both follow it; arrays may also ask for another layout by name
+(``"base"``, ``"chain"``, ``"independent"``: ``hyper._lossless``).
+
+Records: the base is coded alone. Every other frame is coded against its reference: as a
+copy where it equals the reference, else as a delta; a delta that codes larger than
 :data:`FALLBACK_RATIO` of the base is tried against the frame alone, and the smaller is
 kept; a frame without a reference, or whose delta a quick look says will not pay, is coded
 alone. The layout only says how a frame is coded alone and how a delta is (its planes, its
@@ -16,13 +24,38 @@ from collections.abc import Callable
 from .group_header import Record
 
 ANCHOR_EVERY = 8
-"""Frames between anchors, the frames that reference far (the base, or the anchor nearer
-it): a frame decodes from a bounded number of records whatever the group's length."""
+"""Frames between anchors, the frames that reference the base (or, at a group's end, the
+last anchor): a frame decodes from a bounded number of records whatever the group's length."""
 FALLBACK_RATIO = 0.8
 """A delta under 0.8x the base's coded size is kept without also trying the frame alone."""
 
 Blob = tuple[bytes, tuple[int, ...]]
 """A record's bytes and the lengths of its parts (bands or segments; empty: one part)."""
+
+
+def reference(i: int, b: int, n: int) -> int:
+    """Frame ``i``'s reference in a group of ``n`` with its base at ``b`` (-1: none).
+
+    Anchors (every :data:`ANCHOR_EVERY`-th frame from the base) reference the base; every
+    other frame references its neighbour one step towards its nearest anchor (ties: the
+    one nearer the base). Where a group's end lies more than ``ANCHOR_EVERY / 2`` frames
+    past its last anchor, the end frame is an anchor too (referencing that last anchor),
+    so a frame decodes from at most 6 records whatever the group's length.
+    """
+    if i == b:
+        return -1
+    off = i - b
+    if off % ANCHOR_EVERY == 0:
+        return b
+    below = b + ANCHOR_EVERY * (off // ANCHOR_EVERY)
+    regular = [a for a in (below, below + ANCHOR_EVERY) if 0 <= a < n]
+    anchor = min(regular, key=lambda a: (abs(a - i), abs(a - b)))
+    if abs(i - anchor) > ANCHOR_EVERY // 2:  # a long tail: its end frame is an anchor too
+        end = n - 1 if i > anchor else 0
+        if i == end:
+            return anchor
+        anchor = end if abs(end - i) < abs(i - anchor) else anchor
+    return i - 1 if anchor < i else i + 1
 
 
 def choose_records(

@@ -9,12 +9,13 @@ before zstd.
 
 Layouts (lossless):
 
-- ``"auto"`` (default): base in the middle; each frame is a delta to its
-  neighbour towards the base, except every 8th frame from the base, which is a
-  delta to the frame 8 nearer (so a frame decodes from at most ``n/16 + 8``
-  records, not ``n/2``); a delta that compresses worse than the frame alone is
-  replaced by the frame alone. Measured in ``benchmarks/codec_choices.py``:
-  within 2 points of the pure chain's size and far fewer records per frame.
+- ``"auto"`` (default): the codec's one reference rule, the one a video's planes
+  use too (``_records.reference``): base in the middle; every 8th frame from it an
+  anchor, a delta to the base; every other frame a delta to its neighbour towards
+  its nearest anchor, so a frame decodes from at most 6 records at any group length;
+  a delta that compresses worse than the frame alone is replaced by the frame alone.
+  Groups written before 0.3.3 hold chains with every 8th frame hopping 8 (up to
+  ``n/16 + 8`` records); records name their references, so they decode as before.
 - ``"base"``: deltas against the base frame (``base="first"`` or ``"middle"``).
 - ``"chain"``: each frame against its neighbour towards the base; smallest on
   slow motion, but a frame may need every record between it and the base.
