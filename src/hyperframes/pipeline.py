@@ -26,7 +26,7 @@ import numpy as np
 
 from .engine.report import RunReport
 from .engine.runner import Runner, exclusive
-from .engine.stage import Stage
+from .engine.stage import Stage, Streamed
 from .engine.watch import Monitor, ProgressFn
 from .executors import Executor, get_executor
 from .frames import FrameSpec, check_batch_size
@@ -218,8 +218,10 @@ class Pipeline:
         )
         stage = Stage(
             self._unique("group"),
-            make_stream=lambda size: GroupTagger(options, batch_size=size),
-            keeps=grouping_footprint(max_len=options.max_len, min_len=options.min_len),
+            kind=Streamed(
+                lambda size: GroupTagger(options, batch_size=size),
+                grouping_footprint(max_len=options.max_len, min_len=options.min_len),
+            ),
             facts={"grouping": options.recorded()},
         )
         return dataclasses.replace(self, stages=(*self.stages, stage))

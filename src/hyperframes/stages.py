@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .engine.faults import FaultPolicy
-from .engine.stage import Call, Stage, Strategy, on_frames
+from .engine.stage import Call, Decided, Stage, Streamed, on_frames
 from .engine.window import HaloStream, WindowCall, check_window, halo_footprint
 from .frames import Batch, FrameSpec
 from .hyper.agree import agreement
@@ -71,20 +71,14 @@ def map_stages(
     call: Call = on_frames
     if window is not None:
         before, after = check_window(window)
-        stages.append(
-            Stage(
-                f"{label}:halo",
-                make_stream=lambda size: HaloStream(before, after),
-                keeps=halo_footprint(before, after),
-            )
-        )
+        halo = Streamed(lambda size: HaloStream(before, after), halo_footprint(before, after))
+        stages.append(Stage(f"{label}:halo", kind=halo))
         call = WindowCall(before, after)
-    make_strategy: Callable[[], Strategy] | None = None
-    split, keeps = 1, None
+    kind: Decided | None = None
     if reuse == "base":
         bound = mse_bound(reuse_psnr=reuse_psnr, reuse_mse=reuse_mse)
         split, workers = workers, 1  # one thread keeps order; `split` compute at once
-        make_strategy = partial(
+        plain = partial(
             ReuseStrategy,
             bound,
             verify_every=verify_every,
@@ -93,13 +87,14 @@ def map_stages(
             frames_out=into is None,
             agree=compare,
         )
+        kind = Decided(plain, split)
     elif reuse_target is not None:
         target = check_target(reuse_target)
         split, workers = workers, 1
-        make_strategy = partial(
+        targeted = partial(
             TargetReuse, target, compare, stage=label, split=split, frames_out=into is None
         )
-        keeps = Footprint(label, held_batches=held(split))
+        kind = Decided(targeted, split, Footprint(label, held_batches=held(split)))
 
     stages.append(
         Stage(
@@ -112,9 +107,7 @@ def map_stages(
             into=into,
             ordered=stateful,
             faults=faults,
-            make_strategy=make_strategy,
-            split=split,
-            keeps=keeps,
+            kind=kind,
         )
     )
     return stages

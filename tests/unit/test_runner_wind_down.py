@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
-from hyperframes.engine.stage import Stage
+from hyperframes.engine.stage import Decided, Stage
 from hyperframes.io.base import Chunk, Sink, Source
 
 
@@ -75,7 +75,7 @@ def test_a_failing_finish_still_releases_the_sink():
             raise RuntimeError("strategy could not stop")
 
     sink = Recording()
-    stage = Stage("odd", lambda f: f, make_strategy=BadStrategy)
+    stage = Stage("odd", lambda f: f, kind=Decided(BadStrategy))
     source = hf.Pipeline.from_frames(np.zeros((8, 2, 2, 3), np.uint8)).source
     with pytest.raises(RuntimeError, match="could not stop") as caught:
         hf.Pipeline(source, 4, (stage,), sink).run()

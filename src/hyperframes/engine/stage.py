@@ -51,7 +51,7 @@ def on_frames(fn: Callable[..., Any], batch: Batch) -> Any:
 class Stream(Protocol):
     """An ordered, stateful stage that may hold batches back (to look ahead).
 
-    Its stage declares what it holds back (``Stage.keeps``); the plan adds that many slots
+    Its stage declares what it holds back (``Streamed.keeps``); the plan adds that many slots
     to the pools so the held batches can never starve the source.
     """
 
@@ -68,7 +68,7 @@ class Strategy(Protocol):
     """Decides which frames of a batch to compute and fills in the rest (e.g. reuse).
 
     It may hold batches back, to decide them knowing the frames after (as many as its
-    stage declares in ``Stage.keeps``).
+    stage declares in ``Decided.keeps``).
     """
 
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
@@ -81,6 +81,42 @@ class Strategy(Protocol):
         ...
 
     def summary(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """The kind of a stage whose batches pass, in order, through a stream made fresh for
+    each run (grouping, a window's halo); such a stage has no function of its own.
+
+    Attributes:
+        make: makes the stream for the run's batch size.
+        keeps: what the stream holds back, the frames around each frame it reads, and
+            whether it keeps state across frames (the plan gives the pools room for it).
+    """
+
+    make: Callable[[int], Stream]
+    keeps: Footprint
+
+
+@dataclass(frozen=True)
+class Decided:
+    """The kind of a stage whose strategy, made fresh for each run, decides which frames
+    its function computes (reuse).
+
+    Attributes:
+        make: makes the strategy.
+        split: calls of the function the strategy may make at once on parts of a batch.
+        keeps: what the strategy holds back (``None``: nothing).
+    """
+
+    make: Callable[[], Strategy]
+    split: int = 1
+    keeps: Footprint | None = None
+
+
+Kind = Streamed | Decided | None
+"""What a stage is besides its function: ``None`` is the plain kind, the function on
+every batch (``engine.stage_run`` starts each kind's run)."""
 
 
 @dataclass(frozen=True)
@@ -102,14 +138,8 @@ class Stage:
         into: store per-frame results in ``batch.meta[into]`` instead of replacing frames.
         ordered: see every batch in input order on one worker (stateful stages).
         faults: retries and fallback; ``None`` calls once and lets errors stop the run.
-        make_stream: makes the state of a stream stage for a batch size, fresh for each
-            run (then ``fn`` is not used and the stage is ordered).
-        make_strategy: makes the per-run state of a compute strategy such as reuse.
-        split: calls of ``fn`` the strategy may make at once on parts of one batch.
-        keeps: what its stream or strategy holds back (frames, batches), the frames around
-            each frame it reads, and whether it keeps state across frames, as the kind of
-            stream declares it (the plan gives the pools room for what it holds); ``None``:
-            nothing.
+        kind: :class:`Streamed` (then ``fn`` is not used), :class:`Decided`, or ``None``
+            (plain); a stage of either of the first two kinds is ordered.
         facts: what the stage tells the sink about the frames (merged into the ``info``
             the sink opens with), e.g. the grouping options a grouping stage used.
     """
@@ -123,18 +153,15 @@ class Stage:
     into: str | None = None
     ordered: bool = False
     faults: FaultPolicy | None = None
-    make_stream: Callable[[int], Stream] | None = None
-    make_strategy: Callable[[], Strategy] | None = None
-    split: int = 1
-    keeps: Footprint | None = None
+    kind: Kind = None
     facts: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
-        if self.make_stream is not None or self.make_strategy is not None:
+        if self.kind is not None:
             object.__setattr__(self, "ordered", True)
-        if self.fn is None and self.make_stream is None:
+        if self.fn is None and not isinstance(self.kind, Streamed):
             raise ValueError(f"stage {self.name!r} needs a function or a stream")
         if self.ordered and self.workers != 1:
             raise ValueError(
@@ -146,10 +173,20 @@ class Stage:
         elif self.queue < 1:
             raise ValueError(f"queue must be at least 1, got {self.queue}")
 
+    @property
+    def split(self) -> int:
+        """Calls of ``fn`` made at once on parts of one batch (a strategy's; else 1)."""
+        return self.kind.split if isinstance(self.kind, Decided) else 1
+
     def footprint(self) -> Footprint:
-        """What this stage takes of a run's memory, as data (see ``engine.plan``)."""
-        keeps = self.keeps or Footprint(self.name)
-        return dataclasses.replace(keeps, name=self.name, workers=self.workers, spec=self.spec)
+        """What this stage takes of a run's memory, as data (see ``engine.plan``); a plain
+        stage that is ordered keeps the user's state across frames."""
+        held = None if self.kind is None else self.kind.keeps
+        keeps = held or Footprint(self.name)
+        stateful = keeps.stateful or (self.kind is None and self.ordered)
+        return dataclasses.replace(
+            keeps, name=self.name, workers=self.workers, spec=self.spec, stateful=stateful
+        )
 
     def start(
         self,
@@ -168,20 +205,17 @@ class Stage:
         has left); by default the executor's ``allocate``. ``stopped`` is set when the run
         fails: a retry waiting out its back-off stops waiting.
         """
-        from .stage_run import StageRun, StrategyRun, StreamRun
+        from .stage_run import start_run
 
         executor = executor or ThreadExecutor()
         run_fn = None
         if self.fn is not None:
             run_fn = executor.remote(self.fn, stage=self.name, workers=self.workers * self.split)
-        common: dict[str, Any] = dict(
+        return start_run(
+            self,
+            batch_size=batch_size,
             run_fn=run_fn,
             allocate=allocate or (lambda nbytes, what: executor.allocate(nbytes)),
             stopped=stopped or threading.Event(),
             pool=pool,
         )
-        if self.make_stream is not None:
-            return StreamRun(self, self.make_stream(batch_size), **common)
-        if self.make_strategy is not None:
-            return StrategyRun(self, self.make_strategy(), **common)
-        return StageRun(self, **common)

@@ -18,12 +18,13 @@ import numpy as np
 from ..errors import Cancelled, StageError
 from ..frames import Batch, FramePool, FrameSpec
 from .faults import DeadLetters, FaultPolicy
-from .stage import Stage, Strategy, Stream
+from .stage import Decided, Stage, Strategy, Stream, Streamed
 
 
 class StageRun:
     """The state of ``stage`` in one run, of the plain kind: its function on every batch,
-    the results landed. Made by :meth:`Stage.start`, which picks the kind.
+    the results landed. Made by :meth:`Stage.start` through :func:`start_run`, which picks
+    the kind.
 
     Every kind answers the runner the same way: :meth:`apply` a batch, :meth:`flush` at
     the end of the input, :meth:`finish` at the end of the run, :meth:`summary` for the
@@ -74,7 +75,6 @@ class StageRun:
         moved to the stage's own pool; a stream or strategy may hold a batch back and
         return it later)."""
         results = self._compute(batch, dead)
-        batch.halo = None
         return [self._land(batch, results, slots=slots)]
 
     def flush(self, *, slots: int, dead: DeadLetters) -> list[Batch]:
@@ -118,11 +118,10 @@ class StageRun:
     def _per_frame(
         self, batch: Batch, backup: np.ndarray, policy: FaultPolicy, dead: DeadLetters
     ) -> Any:
-        extended = None if batch.halo is None else batch.extended()
         kept: list[int] = []
         parts: list[Any] = []
         for j in range(batch.count):
-            single = _single(batch, j, backup, extended)
+            single = _single(batch, j, backup)
             try:
                 part = self._call_with_retries(single, single.frames.copy(), policy)
             except Exception as exc:
@@ -225,17 +224,24 @@ class StrategyRun(StageRun):
         return [self._land(b, results, slots=slots) for b, results in decided]
 
 
-def _single(batch: Batch, j: int, backup: np.ndarray, extended: np.ndarray | None) -> Batch:
+def start_run(stage: Stage, *, batch_size: int, **common: Any) -> StageRun:
+    """The run of ``stage``'s kind (see :data:`~hyperframes.engine.stage.Kind`): its stream
+    made for ``batch_size``, its strategy, or the plain run."""
+    match stage.kind:
+        case Streamed(make=make):
+            return StreamRun(stage, make(batch_size), **common)
+        case Decided(make=make):
+            return StrategyRun(stage, make(), **common)
+        case _:
+            return StageRun(stage, **common)
+
+
+def _single(batch: Batch, j: int, backup: np.ndarray) -> Batch:
     """Frame ``j`` of ``batch`` as a batch of its own (in a one-slot pool of its own)."""
     pool = FramePool(batch.pool.spec, batch_size=1, slots=1, name="fallback")
     slot = pool.acquire(holder="fallback")
     pool.view(slot)[0] = backup[j]
-    meta = {k: v[j : j + 1] for k, v in batch.meta.items()}
-    halo = None
-    if extended is not None and batch.halo is not None:
-        before, after = len(batch.halo[0]), len(batch.halo[1])
-        halo = (extended[j : j + before], extended[j + before + 1 : j + before + 1 + after])
-    return Batch(batch.seq, batch.index[j : j + 1], pool, slot, meta, halo=halo)
+    return batch.one(j, pool, slot)
 
 
 def _as_list(result: Any, count: int, stage: StageRun, batch: Batch) -> list[Any]:
