@@ -130,8 +130,6 @@ class Batch:
         pool: the pool whose slot holds the pixels.
         slot: the slot number in ``pool``.
         meta: per-frame metadata arrays of length ``count`` (e.g. ``"pts"``, ``"hyperframe"``).
-        halo: copies of the frames just before and just after the batch, for a windowed
-            stage (see ``engine.window``); ``None`` elsewhere.
         held: slots of earlier pools this batch still holds. A batch keeps every slot it
             took until it leaves the pipeline, so the source pool's slot count bounds the
             batches in flight everywhere, and no later pool can run dry (see ``runner``).
@@ -143,7 +141,6 @@ class Batch:
     slot: int
     meta: dict[str, np.ndarray] = field(default_factory=dict)
     held: tuple[tuple[FramePool, int], ...] = ()
-    halo: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def count(self) -> int:
@@ -160,11 +157,12 @@ class Batch:
             self.seq, self.index, pool, slot, self.meta, (*self.held, (self.pool, self.slot))
         )
 
-    def extended(self) -> np.ndarray:
-        """The frames with their halo before and after: ``(before + count + after, *shape)``."""
-        if self.halo is None:
-            return self.frames
-        return np.concatenate([self.halo[0], self.frames, self.halo[1]])
+    def one(self, j: int, pool: FramePool, slot: int) -> Batch:
+        """Frame ``j`` of this batch as a batch of its own, held in ``slot`` of ``pool``
+        (which the caller fills): its id and metadata (a kind of batch that carries more,
+        such as ``engine.window``'s halo, carries frame ``j``'s share of it)."""
+        meta = {k: v[j : j + 1] for k, v in self.meta.items()}
+        return Batch(self.seq, self.index[j : j + 1], pool, slot, meta)
 
     def keep(self, rows: list[int]) -> None:
         """Drop every frame not in ``rows`` (sorted), moving the kept ones to the front."""

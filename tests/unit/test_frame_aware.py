@@ -199,6 +199,32 @@ def test_one_percent_failures_every_frame_accounted_for_once_in_order():
     np.testing.assert_array_equal(out[:, 0, 0], 2 * np.array(sink.ids, dtype=np.uint16))
 
 
+def test_a_windowed_frame_that_fails_alone_leaves_its_neighbours_windows_right():
+    """Per-frame fallback in a windowed stage: each frame alone gets its own share of the
+    batch's halo and neighbours."""
+    n, before, after = 40, 2, 1
+
+    def window_sum(windows):
+        centre = windows[:, before, 0, 0]
+        if (centre % 7 == 3).any():
+            raise ValueError("no frame 3 mod 7")
+        return [int(w[:, 0, 0].astype(np.int64).sum()) for w in windows]
+
+    sink = Rows("wsum")
+    report = (
+        Pipeline.from_frames(numbered(n), batch_size=8)
+        .map(window_sum, window=(before, after), workers=2, into="wsum", retries=1, backoff=0)
+        .to(sink)
+        .run(allow_failures=n)
+    )
+    assert sorted(f["frame"] for f in report.failures) == [i for i in range(n) if i % 7 == 3]
+    assert sink.ids == [i for i in range(n) if i % 7 != 3]
+    expected = [
+        sum(min(max(k, 0), n - 1) for k in range(i - before, i + after + 1)) for i in sink.ids
+    ]
+    assert [int(v) for v in sink.values] == expected
+
+
 def test_too_many_failures_stop_the_run():
     def broken(frames):
         if (frames[:, 0, 0] % 10 == 3).any():

@@ -112,3 +112,29 @@ def test_the_plan_is_pure():
         assert stdlib <= {"__future__", "math", "collections", "dataclasses", "typing"}, stdlib
         ours = {target for m, target, _ in imports() if m == module}
         assert ours <= allowed, ours - allowed
+
+
+FEATURES = ("halo", "window", "group", "reuse", "target", "strateg", "stream")
+"""Words of the features that stages add (windows, grouping, reuse)."""
+
+
+def names_in(path: Path) -> set[str]:
+    """Every name a module's code uses or defines (not its docstrings or comments)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+    return names
+
+
+def test_the_bottom_floor_knows_no_feature():
+    """A batch is ids, metadata and a slot: a window's halo, grouping and reuse live with
+    their stages (``engine.window``'s ``Haloed`` batches carry the halo)."""
+    used = names_in(ROOT / "frames.py")
+    assert {n for n in used if any(word in n.lower() for word in FEATURES)} == set()

@@ -1,8 +1,9 @@
 """Neighbouring frames for a stage: ``.map(fn, window=(before, after))``.
 
-A small ordered stage in front of the windowed one attaches a *halo* to every batch:
-copies of the ``before`` frames just before it and the ``after`` frames just after it,
-across batch boundaries. The windowed stage itself then runs on any number of workers.
+A small ordered stage in front of the windowed one makes every batch a :class:`Haloed`
+one: it carries a *halo*, copies of the ``before`` frames just before it and the
+``after`` frames just after it, across batch boundaries (the batches of the bottom floor
+know nothing of windows). The windowed stage itself then runs on any number of workers.
 To know the frames after a batch it holds that batch until enough later frames have
 come, at most ``ceil(after / batch_size) + 1`` batches, which the pool makes room for.
 
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..frames import Batch
+from ..frames import Batch, FramePool
 from ..io.base import Footprint
 
 
@@ -41,13 +43,50 @@ def halo_footprint(before: int, after: int) -> Footprint:
     return Footprint("halo", held_frames=after, held_batches=1, halo=(before, after))
 
 
+@dataclass
+class Haloed(Batch):
+    """A batch with its halo: copies of the ``before`` frames just before it and the
+    ``after`` frames just after it. The windowed stage's call drops the halo once its
+    function has returned; the batch then goes on as it is."""
+
+    halo: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def of(cls, batch: Batch, before: np.ndarray) -> Haloed:
+        """``batch`` (the same slot) with the frames before it, none after yet."""
+        return cls(
+            batch.seq,
+            batch.index,
+            batch.pool,
+            batch.slot,
+            batch.meta,
+            batch.held,
+            (before, before[:0]),
+        )
+
+    def extended(self) -> np.ndarray:
+        """The frames with their halo: ``(before + count + after, *shape)``."""
+        if self.halo is None:
+            raise RuntimeError(f"the halo of {self.describe()} was dropped already")
+        return np.concatenate([self.halo[0], self.frames, self.halo[1]])
+
+    def one(self, j: int, pool: FramePool, slot: int) -> Batch:
+        single = super().one(j, pool, slot)
+        if self.halo is None:
+            return single
+        before, after = len(self.halo[0]), len(self.halo[1])
+        extended = self.extended()
+        halo = (extended[j : j + before], extended[j + before + 1 : j + before + 1 + after])
+        return Haloed(single.seq, single.index, pool, slot, single.meta, halo=halo)
+
+
 class HaloStream:
     """Attaches the halo to each batch, in order (an ``engine.stage.Stream``)."""
 
     def __init__(self, before: int, after: int) -> None:
         self.before, self.after = before, after
         self._tail: np.ndarray | None = None  # the last `before` frames seen
-        self._held: deque[Batch] = deque()
+        self._held: deque[Batch] = deque()  # Haloed, or empty batches
 
     def push(self, batch: Batch) -> list[Batch]:
         if batch.count == 0:
@@ -59,8 +98,7 @@ class HaloStream:
         halo_before = self._tail.copy()
         if self.before:
             self._tail = np.concatenate([self._tail, frames])[-self.before :].copy()
-        batch.halo = (halo_before, frames[:0].copy())
-        self._held.append(batch)
+        self._held.append(Haloed.of(batch, halo_before))
         return self._ready(final=False)
 
     def finish(self) -> list[Batch]:
@@ -75,7 +113,7 @@ class HaloStream:
             if available < self.after and not final:
                 break
             self._held.popleft()
-            if first.halo is None:  # an empty batch
+            if not isinstance(first, Haloed) or first.halo is None:  # an empty batch
                 ready.append(first)
                 continue
             following = np.concatenate(later)[: self.after] if later else first.frames[:0]
@@ -93,6 +131,8 @@ class HaloStream:
 
 def windows_of(batch: Batch, before: int, after: int) -> np.ndarray:
     """The ``(n, before + 1 + after, *shape)`` read-only window view of a haloed batch."""
+    if not isinstance(batch, Haloed):
+        raise TypeError(f"{batch.describe()} has no halo: a window's halo stage comes first")
     extended = batch.extended()
     view = np.lib.stride_tricks.sliding_window_view(extended, before + 1 + after, axis=0)
     return np.moveaxis(view, -1, 1)
@@ -110,4 +150,6 @@ class WindowCall:
         result = fn(windows_of(batch, self.before, self.after))
         if result is None:
             raise StageError(f"the windowed stage function returned None for {batch.describe()}")
+        assert isinstance(batch, Haloed)
+        batch.halo = None  # its copies are not needed past the call that succeeded
         return result
