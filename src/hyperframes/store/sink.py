@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from ..frames import FrameSpec
 from ..hyper.grouping import DEFAULT_MAX_LEN
 from ..hyper.tagging import grouping_footprint
 from ..io.base import Footprint, Sink
-from .writer import StoreWriter
+from .writer import WORKERS, StoreWriter
 
 ENCODING_COST = 3
 """Bytes a group being encoded takes, in units of its frames' bytes (the frames and the
@@ -105,6 +105,22 @@ def plan_pack(
     )
 
 
+class StoreOptions(TypedDict, total=False):
+    """The options a :class:`StoreSink` hands its writer, as
+    :class:`~hyperframes.store.writer.StoreWriter` takes them (and with its defaults)."""
+
+    tier: Tier
+    psnr: float | None
+    level: int
+    intra: Intra
+    gop: int | None
+    grouping: dict[str, Any] | None
+    workers: int
+    pending_bytes: int | None
+    resume: bool
+    overwrite: bool
+
+
 class StoreSink(Sink):
     """Packs frames tagged by ``Pipeline.group()`` into the store at ``path``.
 
@@ -130,27 +146,12 @@ class StoreSink(Sink):
     already complete are kept and the store stays resumable.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        tier: Tier = "lossless",
-        psnr: float | None = None,
-        level: int = 3,
-        intra: Intra = "gradient",
-        gop: int | None = None,
-        grouping: dict[str, Any] | None = None,
-        workers: int = 2,
-        pending_bytes: int | None = None,
-        resume: bool = False,
-        overwrite: bool = False,
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str], **options: Unpack[StoreOptions]) -> None:
+        unknown = sorted(options.keys() - StoreOptions.__optional_keys__)
+        if unknown:
+            raise TypeError(f"StoreSink() got unexpected keyword arguments: {', '.join(unknown)}")
         self.path = Path(path)
-        self.options: dict[str, Any] = dict(
-            tier=tier, psnr=psnr, level=level, intra=intra, gop=gop, grouping=grouping,
-            workers=workers,
-            pending_bytes=pending_bytes, resume=resume, overwrite=overwrite,
-        )  # fmt: skip
+        self.options = options
         self._writer: StoreWriter | None = None
         self._granted: int | None = None
         self._buffer: np.ndarray | None = None
@@ -162,10 +163,11 @@ class StoreSink(Sink):
     def footprint(self, spec: FrameSpec, facts: dict[str, Any]) -> Footprint:
         """The group it fills and the groups being encoded (see :func:`store_footprint`),
         with the ``max_len`` of the ``.group()`` stage before it."""
-        grouping = facts.get("grouping") or self.options["grouping"] or {}
+        grouping = facts.get("grouping") or self.options.get("grouping") or {}
         return store_footprint(
-            spec, int(grouping.get("max_len", DEFAULT_MAX_LEN)), workers=self.options["workers"],
-            pending_bytes=self.options["pending_bytes"],
+            spec, int(grouping.get("max_len", DEFAULT_MAX_LEN)),
+            workers=self.options.get("workers", WORKERS),
+            pending_bytes=self.options.get("pending_bytes"),
         )  # fmt: skip
 
     def grant(self, nbytes: int) -> None:
@@ -174,19 +176,19 @@ class StoreSink(Sink):
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Start the writer; the grouping recorded is the one the ``.group()`` stage used
         (``info["grouping"]``), which must agree with ``grouping=`` when both are given."""
-        options = dict(self.options)
-        used, given = info.get("grouping"), options.pop("grouping")
+        options = self.options.copy()
+        used, given = info.get("grouping"), options.get("grouping")
         if used is not None and given is not None and used != given:
             raise StoreError(
                 f"StoreSink(grouping={given}) differs from the options the .group() stage "
                 f"uses ({used}); leave grouping= out: the sink records what the stage uses"
             )
-        grouping = used if used is not None else given
-        if options["pending_bytes"] is None and self._granted is not None:
+        grouping = options["grouping"] = used if used is not None else given
+        if options.get("pending_bytes") is None and self._granted is not None:
             # what the plan grants, less the group being filled, over the encoding's cost
             group = int((grouping or {}).get("max_len", DEFAULT_MAX_LEN)) * spec.nbytes
             options["pending_bytes"] = max(group, (self._granted - group) // ENCODING_COST)
-        self._writer = StoreWriter(self.path, spec, info, grouping=grouping, **options)
+        self._writer = StoreWriter(self.path, spec, info, **options)
         self._next = self._writer.frames
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
@@ -264,4 +266,5 @@ class StoreSink(Sink):
         self._filled, self._tag = 0, tag
 
     def __repr__(self) -> str:
-        return f"StoreSink({str(self.path)!r}, tier={self.options['tier']!r})"
+        given = "".join(f", {name}={value!r}" for name, value in self.options.items())
+        return f"StoreSink({str(self.path)!r}{given})"

@@ -10,8 +10,7 @@ Example:
     >>> with StoreWriter("clip.hfs", FrameSpec((72, 128, 3)), {"fps": 25.0}) as writer:
     ...     writer.write_group(frames[0:4])  # doctest: +SKIP
 
-Longer than 300 lines: the writer's life (prepare, lock, encode, commit in order, close)
-is one state machine.
+Longer than 300 lines: the writer's life (prepare, lock, encode, commit, close) is one.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from ..io.publish import check_output, lock_exclusive
 from . import _env
 from . import format as fmt
 
+WORKERS = 2  # encoding threads of a writer by default
 WRITER_LOCK = "writer.lock"
 _STORE_FILES = frozenset({"data.mdb", "lock.mdb", WRITER_LOCK})
 
@@ -97,7 +97,7 @@ class StoreWriter:
         intra: Intra = "gradient",
         gop: int | None = None,
         grouping: dict[str, Any] | None = None,
-        workers: int = 2,
+        workers: int = WORKERS,
         pending_bytes: int | None = None,
         resume: bool = False,
         overwrite: bool = False,
