@@ -1,4 +1,6 @@
-"""The observability options of long commands: ``--metrics-port``, ``--report``, ``--plot-dir``.
+"""What every long command shares: its options (:data:`LONG_OPTIONS`: ``--workers``, the
+sizing, the executor, and the observability ones, ``--metrics-port``, ``--report``,
+``--plot-dir``, ``--view``) and its observed run.
 
 A command adds the options, builds one monitor from them, passes it to the run and
 writes the files afterwards::
