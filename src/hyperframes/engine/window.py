@@ -129,10 +129,8 @@ class HaloStream:
         return batch.frames[-1:]
 
 
-def windows_of(batch: Batch, before: int, after: int) -> np.ndarray:
+def windows_of(batch: Haloed, before: int, after: int) -> np.ndarray:
     """The ``(n, before + 1 + after, *shape)`` read-only window view of a haloed batch."""
-    if not isinstance(batch, Haloed):
-        raise TypeError(f"{batch.describe()} has no halo: a window's halo stage comes first")
     extended = batch.extended()
     view = np.lib.stride_tricks.sliding_window_view(extended, before + 1 + after, axis=0)
     return np.moveaxis(view, -1, 1)
@@ -147,9 +145,10 @@ class WindowCall:
     def __call__(self, fn: Callable[..., Any], batch: Batch) -> Any:
         from ..errors import StageError
 
+        if not isinstance(batch, Haloed):
+            raise TypeError(f"{batch.describe()} has no halo: a window's halo stage comes first")
         result = fn(windows_of(batch, self.before, self.after))
         if result is None:
             raise StageError(f"the windowed stage function returned None for {batch.describe()}")
-        assert isinstance(batch, Haloed)
         batch.halo = None  # its copies are not needed past the call that succeeded
         return result
