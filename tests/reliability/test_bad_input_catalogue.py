@@ -184,9 +184,12 @@ def _truncated(c: Ctx) -> list[str]:
 
 
 def _corrupt_mid(c: Ctx) -> list[str]:
+    # two damaged places: FFmpeg's frame-threaded H.264 decoder sometimes hands out a
+    # damaged frame before its error concealment flags it, on a busy machine (9 of 300
+    # decodes of one damaged place, 0 of 300 of these two, with three busy loops running)
     data = bytearray(h264(c.inp).read_bytes())
-    mid = len(data) // 2
-    data[mid : mid + 50] = bytes(b ^ 0xFF for b in data[mid : mid + 50])
+    for at in (len(data) * 2 // 5, len(data) * 7 // 10):
+        data[at : at + 50] = bytes(b ^ 0xFF for b in data[at : at + 50])
     (c.inp / "damaged.mp4").write_bytes(bytes(data))
     return ["transcode", str(c.inp / "damaged.mp4"), str(c.out / "o.mp4")]
 
@@ -353,7 +356,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "video-corrupt-frame",
         "video",
-        "50 flipped bytes in the middle of an H.264 stream",
+        "50 flipped bytes in two places of an H.264 stream",
         _corrupt_mid,
         says="cannot be decoded",
     ),
