@@ -99,6 +99,28 @@ def test_an_answer_that_flickers_is_measured_as_it_is():
     assert fn.calls > 0.4 * len(frames)
 
 
+def test_a_target_the_output_falls_short_of_is_said_in_the_report():
+    """Answers that flicker on unchanging frames at a strict target: the run's report warns
+    (its table, JSON and ``warnings``) that the measured agreement is under the target;
+    an answer that holds gives no warning."""
+    rng = np.random.default_rng(3)
+    frames = np.zeros((400, 16, 16, 3), np.uint8)
+    frames[:, 0, 0, 0] = np.arange(400) % 256
+    flicker = rng.random(256) < 0.3
+    for answer, short in ((lambda f: bool(flicker[int(f[0, 0, 0])]), True), (lambda f: 1, False)):
+        report = (
+            Pipeline.from_frames(frames, batch_size=16)
+            .map(Counted(answer), reuse_target=0.95, into="a", name="f")
+            .run()
+        )
+        figures = report.extra["f"]
+        assert (figures["agreement"] < 0.95) is short
+        text = " ".join(str(report).split())  # the table wraps long lines
+        assert len(report.warnings) == short == ("warning: f: the output agrees" in text)
+        assert ("under the target 0.95: its answers change" in text) is short
+        assert report.to_dict()["warnings"] == report.warnings
+
+
 def test_boxes_of_different_counts_per_frame_pass_through():
     frames, _ = scenes(200)
 

@@ -111,6 +111,19 @@ class TargetFigures(ReuseFigures):
         return out | super().as_dict()
 
 
+def shortfall(figures: Mapping[str, Any]) -> str | None:
+    """What to tell a user whose stage with an accuracy target measured less agreement
+    than it was asked for (``None`` when it did not, or has no target)."""
+    target, agreement = figures.get("target"), figures.get("agreement")
+    if not isinstance(target, float) or not isinstance(agreement, float) or agreement >= target:
+        return None
+    return (
+        f"the output agrees {agreement:.3f} with the function's own answers as sampled "
+        f"(95 % bound {figures.get('agreement_bound')}), under the target {target}: its "
+        "answers change where frames look alike; ask for less, or compute every frame"
+    )
+
+
 def figures_dict(figures: Mapping[str, Any]) -> dict[str, Any]:
     """A stage's figures as a plain dict (typed or a mapping of the user's)."""
     return figures.as_dict() if isinstance(figures, StageFigures) else dict(figures)

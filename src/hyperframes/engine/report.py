@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .figures import shortfall
+
 WIDTH = 79
 """The columns a printed report takes at most (an 80-column terminal)."""
 
@@ -135,6 +137,13 @@ class RunReport:
             return ""
         return max(self.stages, key=lambda s: s.busy_per_worker_s).name
 
+    @property
+    def warnings(self) -> list[str]:
+        """What the run did not achieve that was asked of it: a stage whose accuracy
+        target its measured agreement fell short of."""
+        short = ((name, shortfall(figures)) for name, figures in self.extra.items())
+        return [f"{name}: {text}" for name, text in short if text is not None]
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every figure."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}  # no deep copy of output
@@ -142,6 +151,7 @@ class RunReport:
         out["stages"] = [asdict(s) for s in self.stages]
         out["failures"] = list(self.failures)
         out["slowest_stage"] = self.slowest_stage
+        out["warnings"] = self.warnings
         out["output"] = json_ready(self.output)
         return out
 
@@ -172,6 +182,7 @@ class RunReport:
                 + ", ".join(f"{f['frame']} ({f['stage']})" for f in self.failures[:10])
                 + (" ..." if len(self.failures) > 10 else "")
             )
+        lines += [f"warning: {text}" for text in self.warnings]
         if self.output is not None:
             lines.append(f"output: {self.output}")
         # an 80-column terminal: long lines wrap at words, indented (the table fits as is)
