@@ -169,6 +169,11 @@ def main() -> None:
     ap.add_argument("--loops", type=int, default=8)
     ap.add_argument("--pin", action="store_true", help="each node on a core of its own")
     ap.add_argument("--job", choices=sorted(JOBS), default="bikes", help="the transcode timed")
+    ap.add_argument(
+        "--prestart",
+        action="store_true",
+        help="start the nodes with RAY_enable_worker_prestart=1 (each boots a worker per CPU)",
+    )
     args = ap.parse_args()
     if not in_own_namespace():
         loopback = [sys.executable, str(REPO / "tests" / "loopback.py"), sys.executable]
@@ -182,6 +187,8 @@ def main() -> None:
         "PYTHONPATH": str(REPO / "src"), "RAY_AUTH_MODE": "disabled",
         "RAY_USAGE_STATS_ENABLED": "0",
     }  # fmt: skip
+    if args.prestart:
+        env["RAY_enable_worker_prestart"] = "1"
     runs: dict[str, list[dict]] = {"1 node": [], "2 nodes": [], "local": []}
     out = folder / ("out.mp4" if args.job.endswith("x264") else "out.mkv")
     try:
@@ -198,7 +205,8 @@ def main() -> None:
                 runs[name].append(got)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"job {args.job}, {'pinned' if args.pin else 'unpinned'} nodes, "
+    print(f"job {args.job}, {'pinned' if args.pin else 'unpinned'} nodes"
+          f"{', workers prestarted' if args.prestart else ''}, "
           f"median of {args.rounds} rounds (seconds)")  # fmt: skip
     phases = sorted({p for r in runs["2 nodes"] for p in r["phases"]})
     print(f"{'':<26}" + "".join(f"{n:>10}" for n in runs))
