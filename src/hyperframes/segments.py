@@ -28,6 +28,7 @@ import av
 import numpy as np
 
 from ._identity import record_segment
+from .engine.figures import merged_targets
 from .engine.report import RunReport, StageReport
 from .engine.watch import Progress, ProgressFn, RunSnapshot, StageSnapshot
 from .errors import HyperframesError, MediaError
@@ -355,7 +356,7 @@ class Tally:
             setup_s=round(sum(r.setup_s for r in reports), 6),
             memory_budget=max((r.memory_budget for r in reports), default=0),
             sizing=f"per segment: {reports[0].sizing}" if reports else "",
-            output=output, extra={"chunks": chunks},
+            output=output, extra={"chunks": chunks} | merged_targets([r.extra for r in reports]),
         )  # fmt: skip
 
 

@@ -322,6 +322,15 @@ def test_chunked_map_on_ray_equals_a_local_run(ray_cluster, model, bikes, suffix
     assert not list(model.glob(".chunks*"))  # the segments folder went after the join
     assert main([*common, "--out", "x.jsonl", "--chunks", "--every", "2"]) == 2
     assert "--every" in capsys.readouterr().err
+    # with a target, the segments' figures add up to the run's
+    target = ["--reuse-target", "0.9", "--agree", "boxes", "--json"]
+    assert main([*common, "--out", f"t{suffix}", "--chunks", "3", *target]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (figures,) = [f for f in report["extra"].values() if "target" in f]
+    assert figures["frames"] == 250 == figures["calls"] + figures["reused"]
+    assert figures["target"] == 0.9 and 0 < figures["agreement"] <= 1
+    rows = read_rows(model / f"t{suffix}")
+    assert sum(bool(row["computed"]) for row in rows) == figures["calls"]
 
 
 def test_a_killed_run_of_every_kth_frame_resumes_on_the_same_grid(model, bikes, capsys):

@@ -121,6 +121,31 @@ def test_a_target_the_output_falls_short_of_is_said_in_the_report():
         assert report.to_dict()["warnings"] == report.warnings
 
 
+def test_the_figures_of_parts_of_a_run_add_up_to_one_runs():
+    """A chunked run's segments: counts summed, agreements weighted, stages without a
+    target left out."""
+    from hyperframes.engine.figures import merged_targets
+
+    def part(frames, calls, verified, shared, agreement, bound):  # type: ignore[no-untyped-def]
+        return {
+            "f": {"frames": frames, "calls": calls, "computed": calls, "reused": frames - calls,
+                  "calls_saved": 0.0, "verified": verified, "refined": 1, "target": 0.9,
+                  "agreement_shared": shared, "agreement": agreement,
+                  "agreement_bound": bound, "span": frames, "threshold": 0.5},
+            "group": {"frames": frames, "hyperframes": 2},
+        }  # fmt: skip
+
+    merged = merged_targets([part(100, 10, 4, 1.0, 1.0, 0.8), part(300, 30, 0, None, 0.9, 0.6)])
+    assert list(merged) == ["f"]
+    f = merged["f"]
+    counts = (f["frames"], f["calls"], f["reused"], f["verified"], f["refined"])
+    assert counts == (400, 40, 360, 4, 2)
+    assert f["calls_saved"] == 0.9 and f["span"] == 300  # the rule as the last part left it
+    assert f["agreement_shared"] == 1.0  # only the part that verified
+    assert f["agreement"] == 0.925 and f["agreement_bound"] == 0.65  # by frames
+    assert merged_targets([]) == {}
+
+
 def test_boxes_of_different_counts_per_frame_pass_through():
     frames, _ = scenes(200)
 

@@ -16,7 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
@@ -122,6 +122,28 @@ def shortfall(figures: Mapping[str, Any]) -> str | None:
         f"(95 % bound {figures.get('agreement_bound')}), under the target {target}: its "
         "answers change where frames look alike; ask for less, or compute every frame"
     )
+
+
+def merged_targets(parts: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The figures of each stage with an accuracy target over runs of parts of one input
+    (the segments of a chunked run), as one run's: counts summed, the agreements weighted
+    by frames (the sample's by frames verified; the bound is the frames' mean of the parts'
+    bounds), the rule as the last part left it. Stages without a target are left out."""
+    merged: dict[str, dict[str, Any]] = {}
+    names = [name for part in parts for name, f in part.items() if "target" in f]
+    for name in dict.fromkeys(names):
+        runs = [part[name] for part in parts if name in part]
+        out = dict(runs[-1])
+        for key in ("frames", "calls", "computed", "reused", "verified", "refined"):
+            out[key] = sum(int(f[key]) for f in runs)
+        out["calls_saved"] = round(out["reused"] / out["frames"], 4) if out["frames"] else 0.0
+        for key, by in (("agreement_shared", "verified"), ("agreement", "frames"),
+                        ("agreement_bound", "frames")):  # fmt: skip
+            known = [(f[key], f[by]) for f in runs if f[key] is not None and f[by]]
+            total = sum(w for _, w in known)
+            out[key] = round(sum(v * w for v, w in known) / total, 4) if total else None
+        merged[name] = out
+    return merged
 
 
 def figures_dict(figures: Mapping[str, Any]) -> dict[str, Any]:
