@@ -133,6 +133,7 @@ def test_the_figures_of_parts_of_a_run_add_up_to_one_runs():
                   "agreement_shared": shared, "agreement": agreement,
                   "agreement_bound": bound, "span": frames, "threshold": 0.5},
             "group": {"frames": frames, "hyperframes": 2},
+            "mine": {"target": "cuda"},  # a user's figures that name a target of their own
         }  # fmt: skip
 
     merged = merged_targets([part(100, 10, 4, 1.0, 1.0, 0.8), part(300, 30, 0, None, 0.9, 0.6)])

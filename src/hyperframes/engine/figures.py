@@ -129,12 +129,14 @@ def merged_targets(parts: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str
     (the segments of a chunked run), as one run's: counts summed, the agreements weighted
     by frames (the sample's by frames verified; the bound is the frames' mean of the parts'
     bounds), the rule as the last part left it. Stages without a target are left out."""
+    counts = ("frames", "calls", "computed", "reused", "verified", "refined")
+    ours = {*counts, "target", "agreement_shared", "agreement", "agreement_bound"}
     merged: dict[str, dict[str, Any]] = {}
-    names = [name for part in parts for name, f in part.items() if "target" in f]
+    names = [name for part in parts for name, f in part.items() if ours <= f.keys()]
     for name in dict.fromkeys(names):
         runs = [part[name] for part in parts if name in part]
         out = dict(runs[-1])
-        for key in ("frames", "calls", "computed", "reused", "verified", "refined"):
+        for key in counts:
             out[key] = sum(int(f[key]) for f in runs)
         out["calls_saved"] = round(out["reused"] / out["frames"], 4) if out["frames"] else 0.0
         for key, by in (("agreement_shared", "verified"), ("agreement", "frames"),
