@@ -20,7 +20,7 @@ from .engine.window import HaloStream, WindowCall, check_window, halo_footprint
 from .frames import Batch, FrameSpec
 from .hyper.agree import agreement
 from .hyper.reuse import ReuseStrategy, mse_bound
-from .hyper.target import TargetReuse, check_target, held
+from .hyper.target import TargetReuse, held
 from .io.arrays import check_frame
 from .io.base import Footprint
 
@@ -137,3 +137,13 @@ def render_call(fn: Callable[..., Any], batch: Batch) -> None:
 
 def name_of(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def check_target(target: float) -> float:
+    """``target`` as a float in (0, 1), or a ValueError that says what to give."""
+    if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target < 1:
+        raise ValueError(
+            f"reuse_target must be a number in (0, 1), the share of frames whose answer must "
+            f"agree with the function's own, got {target!r}; try 0.95"
+        )
+    return float(target)

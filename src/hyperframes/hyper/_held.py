@@ -3,11 +3,15 @@ the batches not yet handed on, a thumbnail of each frame, the answers computed (
 frame index each belongs to), and the frames tried. ``hyper.target`` decides on them;
 :class:`HeldFrames` keeps them, computes frames of them, tells which computed frame a frame
 shares its answer with, and forgets what decided batches no longer need.
+
+Answers can be **hidden** for a while: the verification samples, so that the stage decides
+(and scores each sample) as it would have without them; a hidden frame that the decision
+asks for is shown again, at no call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,7 @@ class HeldFrames:
         self.answers: dict[int, Any] = {}
         self.ids: dict[int, int] = {}  # the frame index of each computed position
         self.tried: set[int] = set()
+        self.hidden: dict[int, Any] = {}  # answers computed but hidden, by position
 
     def add(self, batch: Batch) -> int:
         """Hold ``batch`` and its frames' thumbnails; the position of its first frame."""
@@ -42,10 +47,14 @@ class HeldFrames:
         """The position of the oldest frame held (frames before it are decided)."""
         return self.batches[0][0]
 
-    def compute(
-        self, frames: list[int], rows: RowComputer, compute: Callable[[Batch], Any]
-    ) -> dict[int, Any]:
-        """Compute ``frames`` (positions) of the batches held, all at once; keep the answers."""
+    def compute(self, frames: list[int], rows: RowComputer, compute: Callable[[Batch], Any]) -> int:
+        """Compute ``frames`` (positions) of the batches held, all at once, and keep the
+        answers; a hidden frame is shown instead. The number of calls made."""
+        shown = [i for i in frames if i in self.hidden]
+        for i in shown:
+            self.answers[i] = self.hidden.pop(i)
+        frames = [i for i in frames if i not in shown]
+        self.tried.update(shown)
         self.tried.update(frames)
         parts = [
             (batch, [i - start for i in frames if start <= i < start + batch.count])
@@ -58,13 +67,26 @@ class HeldFrames:
                 got[start + row] = answer
                 self.ids[start + row] = int(batch.index[row])
         self.answers.update(got)
-        return got
+        return len(frames)
 
-    def source(self, i: int, *, alone: bool = False) -> int | None:
-        """The computed frame whose answer frame ``i`` shares: itself if computed (unless
-        ``alone``), else the nearer (by thumbnail) of the last computed one before it and
-        the first one after it."""
-        if i in self.answers and not alone:
+    def hide(self, frames: Collection[int]) -> None:
+        """Hide the answers of computed ``frames``: they count as not computed (not tried)
+        until :meth:`show`, or until :meth:`compute` asks for one."""
+        for i in frames:
+            if i in self.answers:
+                self.hidden[i] = self.answers.pop(i)
+                self.tried.discard(i)
+
+    def show(self) -> None:
+        """Show every hidden answer again."""
+        self.answers.update(self.hidden)
+        self.tried.update(self.hidden)
+        self.hidden.clear()
+
+    def source(self, i: int) -> int | None:
+        """The computed frame whose answer frame ``i`` shares: itself if computed, else the
+        nearer (by thumbnail) of the last computed one before it and the first one after."""
+        if i in self.answers:
             return i
         before = max((e for e in self.answers if e < i), default=None)
         after = min((e for e in self.answers if e > i), default=None)

@@ -37,6 +37,7 @@ class Stretches:
     def __init__(self) -> None:
         self.left: dict[tuple[int, int], float] = {}  # stretches left, and their cost
         self.spent = 0.0  # the errors the stretches left are estimated to cost
+        self.frames = 0  # the frames inside them (not sampled: their cost is counted)
         self._strays: dict[tuple[int, int, int], int | None] = {}  # excursions found
 
     def leave(self, p: int, q: int, *, disagreement: float, budget: float) -> bool:
@@ -50,6 +51,7 @@ class Stretches:
             return False
         self.left[(p, q)] = cost
         self.spent += cost
+        self.frames += q - p - 1
         return True
 
     def left_frames(self) -> set[int]:

@@ -68,8 +68,18 @@ class Tally:
         return max(0.0, (centre - spread) / (1 + z2 / count))
 
 
-def of_output(frames: int, calls: int, shared_agreement: float) -> float | None:
-    """The agreement of the whole output: computed frames agree, shared ones as measured."""
+def of_output(
+    frames: int, calls: int, shared_agreement: float, left: int = 0, left_errors: float = 0.0
+) -> float | None:
+    """The agreement of the whole output: computed frames agree, shared ones as measured,
+    except ``left`` frames not sampled, whose errors are estimated as ``left_errors``.
+
+    Example:
+        >>> of_output(100, 20, 0.9, 10, 4.0)  # (20 + 70 * 0.9 + 10 - 4) / 100
+        0.89
+    """
     if not frames:
         return None
-    return round((calls + (frames - calls) * shared_agreement) / frames, 4)
+    left = min(left, frames - calls)
+    sampled = frames - calls - left
+    return round((calls + sampled * shared_agreement + left - left_errors) / frames, 4)

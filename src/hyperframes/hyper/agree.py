@@ -47,7 +47,7 @@ def agreement(agree: str | Agreement | None, *, frames: bool = False) -> Agreeme
     if agree is None:
         agree = "psnr" if frames else "equal"
     if callable(agree):
-        return agree
+        return InRange(agree)
     if not isinstance(agree, str):
         raise TypeError(f"agree must be one of {KINDS} or a callable, got {type(agree).__name__}")
     kind, _, arg = agree.partition(":")
@@ -71,6 +71,19 @@ def agreement(agree: str | Agreement | None, *, frames: bool = False) -> Agreeme
     if not 0 < value <= 200:
         raise ValueError(f"agree={agree!r}: the PSNR must be in (0, 200] dB, e.g. 'psnr:40'")
     return PsnrAtLeast(value)
+
+
+class InRange:
+    """A user's agreement function, its scores checked: a float in [0, 1] or a ValueError."""
+
+    def __init__(self, agree: Agreement) -> None:
+        self.agree = agree
+
+    def __call__(self, a: Any, b: Any) -> float:
+        score = float(self.agree(a, b))
+        if not 0 <= score <= 1:
+            raise ValueError(f"agree= returned {score}; an agreement must be in [0, 1]")
+        return score
 
 
 def equal(a: Any, b: Any) -> float:

@@ -20,9 +20,10 @@ computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker b
    as it is, within a share of the error budget (``hyper._stretches``). A hyperframe cut
    forces nothing by itself.
 4. **Verify**: a random sample of the frames that will share an answer (at rates set
-   by ``hyper._tally``) is computed with the next round; each is scored against the
-   answer it would have shared: a weighted, unbiased sample of how well shared answers
-   agree. A wrong one is refined around like any disagreement.
+   by ``hyper._tally``) is computed with the next round. The round first decides as if
+   the samples had not been computed (``HeldFrames.hide``), and scores each against the
+   answer it would then have shared: a weighted, unbiased sample of how well shared
+   answers agree. Only then is a wrong one refined around, like any disagreement.
 5. **Share**: a batch whose frames were all sampled, and whose samples are computed, is
    handed on: each frame not computed takes the answer of the nearer (by thumbnail) of
    the computed frames before and after it. At most ``3 * GATHER * split`` batches wait.
@@ -35,7 +36,8 @@ leaves. ``reach`` has a scale of its own, ``moved``, which only frames planned f
 motion move (settling where about ``5 * (1 - target)`` of them change the answer): a
 camera that pans over a scene whose answer stays the same stops planning a frame at
 every step. Every call, verification included, counts as a call in every figure; the
-summary gives the measured agreement of the output and a one-sided 95 % lower bound.
+summary gives the measured agreement of the output and a one-sided 95 % lower bound
+(stretches left unrefined, which are not sampled, count at their estimated errors).
 
 Longer than 300 lines: the plan, refining, sharing and the controller are one decision
 over the frames held (``hyper._held``); what stands alone has modules of its own.
@@ -104,7 +106,7 @@ class TargetReuse:
         frames_out: bool = False,
         seed: int = 0,
     ) -> None:
-        self.target = check_target(target)
+        self.target = float(target)
         self.agree = agree
         self.frames_out = frames_out
         self.rows = RowComputer(stage=stage, split=split)
@@ -165,9 +167,7 @@ class TargetReuse:
         self._fresh = 0
         planned, self._planned = self._planned, []
         pending, self._pending = self._pending, {}
-        self._compute(planned + list(pending), compute)
-        agreed = self._refined(compute, planned=set(planned))
-        self._verified(pending)
+        agreed = self._computed(planned, pending, compute)
         with self._lock:
             for q, ends_agree in agreed:
                 # a frame planned for moving past reach teaches reach: how often motion
@@ -180,19 +180,16 @@ class TargetReuse:
                     self._rescale(GROW if ends_agree else self._shrink)
             self._by_motion -= {q for q, _ in agreed}
         ready = self._sampled_to  # frames before it were sampled, and the samples computed
-        # frames before the last computed one share settled answers: sample them now, to be
-        # computed with the next round's plan (at the end of the input: now)
-        # (and frames before this round's batches in any case, so that no batch is held
-        # for more than two rounds, whatever the span)
+        # frames before the last computed one (and before this round's batches: no batch
+        # waits more than two rounds) share settled answers: sample them now, to compute
+        # with the next round's plan (at the end of the input: now)
         last = self._held.seen if final else max(max(self._held.answers, default=0), self._window)
         left = self._stretches.left_frames()  # their cost is counted
         shared = [i for i in range(self._sampled_to, last) if i not in self._held.answers]
         chosen = self._sample([i for i in shared if i not in left])
         self._sampled_to = max(self._sampled_to, last)
         if final:
-            self._compute(list(chosen), compute)
-            self._verified(chosen)
-            self._refined(compute)
+            self._computed([], chosen, compute)
             ready = self._held.seen
         else:
             self._pending = chosen
@@ -204,14 +201,29 @@ class TargetReuse:
             decided += self._decide(compute)
         return decided
 
+    def _computed(
+        self, planned: list[int], samples: dict[int, float], compute: Callable[[Batch], Any]
+    ) -> list[tuple[int, bool]]:
+        """Compute ``planned`` and ``samples`` at once; refine as if the samples had not
+        been computed (see ``_refined``: what it returns), score them against the answers
+        they would then have shared, and then refine around them."""
+        self._compute(planned + list(samples), compute)
+        self._held.hide(samples)
+        agreed = self._refined(compute, planned=set(planned))
+        self._verified(samples)
+        self._held.show()
+        self._refined(compute)
+        return agreed
+
     def _verified(self, samples: dict[int, float]) -> None:
-        """Score computed samples against the answers they would have shared; learn."""
+        """Score the hidden samples against the answers they would have shared; learn. A
+        sample that refining asked for (shown again) would have been computed anyway."""
         scored = []
+        held = self._held
         for i, weight in samples.items():
-            source = self._held.source(i, alone=True)  # what it would share, were it not computed
-            answers = self._held.answers
-            if i in answers and source is not None:
-                scored.append((self._score(answers[source], answers[i]), weight))
+            source = held.source(i)
+            if i in held.hidden and source is not None:
+                scored.append((self.agree(held.answers[source], held.hidden[i]), weight))
         with self._lock:
             self.verified += len(scored)
             for score, weight in scored:
@@ -230,9 +242,9 @@ class TargetReuse:
             # a search round by round for where answers change would only add rounds
             return agreed
         while more:
-            self._compute(more, compute)
+            calls = self._compute(more, compute)
             with self._lock:
-                self.refined += len(more)
+                self.refined += calls
             more, _ = self._refine(())
         return agreed
 
@@ -265,7 +277,7 @@ class TargetReuse:
         for p, q in itertools.pairwise(ends):
             if q - p < 2:
                 continue
-            score = self._score(self._held.answers[p], self._held.answers[q])
+            score = self.agree(self._held.answers[p], self._held.answers[q])
             ends_agree = score >= self.target
             if q in planned:
                 agreed.append((q, ends_agree))
@@ -290,12 +302,12 @@ class TargetReuse:
             more += [r for r in rows if r not in self._held.tried and r not in more]
         return more, agreed
 
-    def _compute(self, frames: list[int], compute: Callable[[Batch], Any]) -> dict[int, Any]:
+    def _compute(self, frames: list[int], compute: Callable[[Batch], Any]) -> int:
         """Compute frames (positions in the stream) of the batches held; count the calls."""
-        got = self._held.compute(frames, self.rows, compute)
+        calls = self._held.compute(frames, self.rows, compute)
         with self._lock:
-            self.calls += len(frames)
-        return got
+            self.calls += calls
+        return calls
 
     def _decide(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         """Share answers into the oldest batch held and hand it on."""
@@ -338,12 +350,6 @@ class TargetReuse:
                 chosen[i] = rate / p
         return chosen
 
-    def _score(self, shared: Any, exact: Any) -> float:
-        score = float(self.agree(shared, exact))
-        if not 0 <= score <= 1:
-            raise ValueError(f"agree= returned {score}; an agreement must be in [0, 1]")
-        return score
-
     def _rescale(self, factor: float, *, moved: bool = False) -> None:
         if moved:
             self.moved = min(MAX_SPAN / SPAN, max(1 / (2 * SPAN), self.moved * factor))
@@ -359,6 +365,7 @@ class TargetReuse:
             frames, calls, verified, refined = self.frames, self.calls, self.verified, self.refined
             mean, low = self._tally.mean, self._tally.bound()
             span, reach = self.span, self.reach
+            left, errors = self._stretches.frames, self._stretches.spent
         shared = frames - calls
         return TargetFigures(
             frames=frames,
@@ -370,8 +377,8 @@ class TargetReuse:
             refined=refined,
             target=self.target,
             agreement_shared=None if mean is None else round(mean, 4),
-            agreement=of_output(frames, calls, 1.0 if mean is None else mean),
-            agreement_bound=of_output(frames, calls, low),
+            agreement=of_output(frames, calls, 1.0 if mean is None else mean, left, errors),
+            agreement_bound=of_output(frames, calls, low, left, errors),
             span=span,
             threshold=round(reach, 5),
         )
@@ -385,13 +392,3 @@ def held(split: int) -> int:
     """The most batches a stage with ``split`` workers holds back: a round runs once every
     worker has a call (``GATHER`` batches a worker at most), handing on the one before."""
     return 3 * GATHER * split
-
-
-def check_target(target: float) -> float:
-    """``target`` as a float in (0, 1), or a ValueError that says what to give."""
-    if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target < 1:
-        raise ValueError(
-            f"reuse_target must be a number in (0, 1), the share of frames whose answer must "
-            f"agree with the function's own, got {target!r}; try 0.95"
-        )
-    return float(target)
