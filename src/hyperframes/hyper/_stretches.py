@@ -1,6 +1,6 @@
 """What ``hyper.target`` remembers of the stretches between computed frames: the frame
-that strays from a stretch's agreeing ends, and the disagreeing stretches it leaves as
-they are.
+that strays from a stretch's agreeing ends, the disagreeing stretches it leaves as they
+are, and how far to trust a guess of the changes of answer hidden inside.
 
 - **Excursions**: between two computed frames whose answers agree, the frame that looks
   least like either (a shot that cuts away and back, something passing through) is
@@ -12,11 +12,22 @@ they are.
   its frames sharing the nearer end's answer, while such stretches stay within
   :data:`LEAVE` of the error budget. Where answers churn (boxes that move every frame),
   refining would compute every frame to save errors the target allows.
+- **Hidden changes**: where answers were seen to change often (a detector that flickers
+  from frame to frame where the frames look alike), two agreeing ends do not mean that
+  the frames between them agree. :func:`hidden` guesses the share of them that differ,
+  at the rate answers changed among the computed frames near the stretch; the samples
+  that land in such stretches tell how many of the guessed errors are real
+  (:meth:`Stretches.learn`), and a stretch is cut in two while the guess, so weighed,
+  is over the error budget (:meth:`Stretches.unseen`).
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +40,10 @@ LEAVE = 0.3
 """The share of the error budget that disagreeing stretches left unrefined may use."""
 PRICE = 2.0
 """The most errors (frames times the ends' disagreement) a stretch left unrefined may cost."""
+NEAR = 16
+"""How far around a stretch (frames) the changes of answer that :func:`hidden` counts lie."""
+TRUST = (1.0, 1 / 3)
+"""The prior of the trust in :func:`hidden`: one wrong answer guessed, a third found."""
 
 
 class Stretches:
@@ -39,6 +54,7 @@ class Stretches:
         self.spent = 0.0  # the errors the stretches left are estimated to cost
         self.frames = 0  # the frames inside them (not sampled: their cost is counted)
         self._strays: dict[tuple[int, int, int], int | None] = {}  # excursions found
+        self._guessed, self._found = TRUST  # wrong answers hidden() guessed, and found
 
     def leave(self, p: int, q: int, *, disagreement: float, budget: float) -> bool:
         """Whether to leave the stretch between disagreeing ``p`` and ``q`` as it is, given
@@ -53,6 +69,18 @@ class Stretches:
         self.spent += cost
         self.frames += q - p - 1
         return True
+
+    def unseen(self, ends: list[int], changes: list[int], p: int, q: int) -> float:
+        """The share of the frames between agreeing ``p`` and ``q`` expected to differ
+        from them unseen: :func:`hidden`'s guess, weighed by how it held so far."""
+        return self._found / self._guessed * hidden(ends, changes, p, q)
+
+    def learn(self, guessed: float, score: float) -> None:
+        """A sample of a stretch where :func:`hidden` guessed a share ``guessed`` of
+        wrong answers scored ``score`` against the answer it shares."""
+        if guessed > 0:
+            self._guessed += guessed
+            self._found += 1 - score
 
     def left_frames(self) -> set[int]:
         """The frames inside the stretches left (their cost is counted already)."""
@@ -77,3 +105,29 @@ class Stretches:
         """Drop the stretches that end before ``decided``."""
         self._strays = {k: v for k, v in self._strays.items() if k[1] >= decided}
         self.left = {k: v for k, v in self.left.items() if k[1] >= decided}
+
+
+def changes_of(
+    answers: dict[int, Any], agree: Callable[[Any, Any], float], target: float
+) -> tuple[list[int], dict[int, float], list[int]]:
+    """The computed frames (sorted), the score of each against the next, and where
+    answers change (the second frame of each pair of them scoring under ``target``)."""
+    ends = sorted(answers)
+    scores = {p: agree(answers[p], answers[q]) for p, q in itertools.pairwise(ends)}
+    return ends, scores, [q for p, q in itertools.pairwise(ends) if scores[p] < target]
+
+
+def hidden(ends: list[int], changes: list[int], p: int, q: int) -> float:
+    """The share of the frames between computed ``p`` and ``q`` (whose answers agree)
+    expected to differ from the answer they share, were answers to change inside as
+    often as they were seen to change near it: ``changes`` (sorted: the second frame of
+    each pair of consecutive computed frames whose answers differ) per frame computed
+    ``ends`` (sorted) span within :data:`NEAR` of the stretch."""
+    lo, hi = p - NEAR, q + NEAR
+    found = bisect.bisect_right(changes, hi) - bisect.bisect_left(changes, lo)
+    if not found or q - p < 2:
+        return 0.0
+    near = ends[bisect.bisect_left(ends, lo) : bisect.bisect_right(ends, hi)]
+    rate = found / max(1, near[-1] - near[0])
+    d = np.minimum(np.arange(1, q - p), np.arange(q - p - 1, 0, -1))  # to the nearer end
+    return float(np.mean(1 - np.exp(-rate * d)))

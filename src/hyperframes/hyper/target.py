@@ -16,9 +16,10 @@ computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker b
    target), frames that cut the stretch's change into equal parts are computed (one per
    spare worker), until the ends of every stretch agree or meet: a cut is found in one
    or two steps. Between agreeing ends, a frame that strays from both (a shot that cuts
-   away and back) is computed too; a short stretch whose ends disagree a little is left
-   as it is, within a share of the error budget (``hyper._stretches``). A hyperframe cut
-   forces nothing by itself.
+   away and back) is computed too, and the middle is computed where answers changed so
+   often nearby that more of the frames between are guessed to differ than the target
+   allows; a short stretch whose ends disagree a little is left as it is, within a share
+   of the error budget (``hyper._stretches``). A hyperframe cut forces nothing by itself.
 4. **Verify**: a random sample of the frames that will share an answer (at rates set
    by ``hyper._tally``) is computed with the next round. The round first decides as if
    the samples had not been computed (``HeldFrames.hide``), and scores each against the
@@ -30,12 +31,11 @@ computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker b
 
 The evidence drives the rule: ``scale`` multiplies ``span``; it grows while planned
 stretches' ends agree (and the samples say shared answers are good), shrinks when they
-disagree so that about ``3 * (1 - target)`` of them do, and follows the samples so that
+disagree so that about ``5 * (1 - target)`` of them do, and follows the samples so that
 the shared answers' disagreement settles below a share of the error budget the target
 leaves. ``reach`` has a scale of its own, ``moved``, which only frames planned for their
-motion move (settling where about ``5 * (1 - target)`` of them change the answer): a
-camera that pans over a scene whose answer stays the same stops planning a frame at
-every step. Every call, verification included, counts as a call in every figure; the
+motion move (settling the same way): a camera that pans over a scene whose answer stays
+the same stops planning a frame at every step. Every call, verification included, counts as a call in every figure; the
 summary gives the measured agreement of the output and a one-sided 95 % lower bound
 (stretches left unrefined, which are not sampled, count at their estimated errors).
 
@@ -45,6 +45,7 @@ over the frames held (``hyper._held``); what stands alone has modules of its own
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import threading
@@ -57,7 +58,7 @@ from ..engine.figures import TargetFigures
 from ..frames import Batch
 from ._held import HeldFrames, copy_of
 from ._rows import RowComputer, assemble
-from ._stretches import Stretches
+from ._stretches import Stretches, changes_of, hidden
 from ._tally import Tally, of_output
 from .agree import Agreement
 from .glance import change, even_cuts
@@ -74,8 +75,8 @@ LEARN = 1.0
 """How fast ``scale`` follows the samples (per sample, in log units)."""
 GROW = 1.2
 """``scale``'s step when the ends of a stretch agree; when they disagree it shrinks by the
-step that makes it settle where ``3 * (1 - target)`` of stretches hold a change of answer
-(30 % at 0.9), which refining finds in log2(span) calls: the stricter the target, the
+step that makes it settle where ``5 * (1 - target)`` of stretches hold a change of answer
+(half at 0.9), which refining finds in log2(span) calls: the stricter the target, the
 shorter the stretches, and the fewer short changes of answer go unseen inside them."""
 GATHER = 2
 """Batches a worker may wait for before a round runs with fewer calls than workers."""
@@ -114,14 +115,13 @@ class TargetReuse:
         self.moved = 1.0  # reach's own scale: whether moving pixels move the answers
         self._by_motion: set[int] = set()  # frames planned because they moved past reach
         self._budget = MARGIN * (1 - self.target)
-        changing = min(0.5, 3 * (1 - self.target))  # the share of stretches aimed at
-        self._shrink = GROW ** (-(1 - changing) / changing)
-        changing = min(0.5, 5 * (1 - self.target))  # of frames planned for their motion
-        self._shrink_moved = GROW ** (-(1 - changing) / changing)
+        changing = min(0.5, 5 * (1 - self.target))  # the share of stretches aimed at
+        self._shrink = GROW ** (-(1 - changing) / changing)  # (and of motion-planned frames)
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()  # summary() is read by monitors on other threads
         self.frames = self.calls = self.verified = self.refined = 0
         self._tally = Tally()  # the verified samples, weighted
+        self._guesses: dict[int, float] = {}  # samples pending: the share hidden() guessed wrong
         self._held = HeldFrames()  # the batches, thumbnails and answers held, by position
         self._recent = 1.0  # running agreement of the latest samples
         self._pending: dict[int, float] = {}  # samples chosen, to compute
@@ -173,7 +173,7 @@ class TargetReuse:
                 # a frame planned for moving past reach teaches reach: how often motion
                 # changes the answers;
                 if q in self._by_motion:
-                    self._rescale(GROW if ends_agree else self._shrink_moved, moved=True)
+                    self._rescale(GROW if ends_agree else self._shrink, moved=True)
                 # and span, as one planned for its age: growing only while the samples
                 # say shared answers are as good as aimed at
                 if not ends_agree or self._recent >= 1 - self._budget:
@@ -224,6 +224,8 @@ class TargetReuse:
             source = held.source(i)
             if i in held.hidden and source is not None:
                 scored.append((self.agree(held.answers[source], held.hidden[i]), weight))
+                self._stretches.learn(self._guesses.get(i, 0.0), scored[-1][0])
+        self._guesses = {}
         with self._lock:
             self.verified += len(scored)
             for score, weight in scored:
@@ -270,14 +272,14 @@ class TargetReuse:
         """Frames to compute inside stretches: where the ends' answers disagree, and where
         a frame strays from agreeing ends; and whether each stretch that ends at a
         ``planned`` frame had agreeing ends (the evidence that ``scale`` follows)."""
-        ends = sorted(self._held.answers)
+        ends, scores, changes = changes_of(self._held.answers, self.agree, self.target)
         first = self._held.first  # frames before it are decided already
         agreed: list[tuple[int, bool]] = []
         stretches = []  # (p, q, where to start, ends agree, score): a look inside needed
         for p, q in itertools.pairwise(ends):
             if q - p < 2:
                 continue
-            score = self.agree(self._held.answers[p], self._held.answers[q])
+            score = scores[p]
             ends_agree = score >= self.target
             if q in planned:
                 agreed.append((q, ends_agree))
@@ -293,6 +295,8 @@ class TargetReuse:
                     self._held.looks, p, q, first=start, scale=self.scale
                 )
                 rows = [] if row is None else [row]
+                if not rows and self._stretches.unseen(ends, changes, p, q) > 1 - self.target:
+                    rows = even_cuts(self._held.looks, p, q, first=start, parts=2)
             elif self._stretches.leave(
                 p, q, disagreement=1 - score, budget=(1 - self.target) * self._held.seen
             ):
@@ -325,14 +329,11 @@ class TargetReuse:
         with self._lock:
             self.frames += batch.count
         held.batches.pop(0)
-        self._forget(start + batch.count)
-        return [(batch, assemble(batch, values, frames_out=self.frames_out, origins=origins))]
-
-    def _forget(self, decided: int) -> None:
-        """Drop what frames before ``decided`` no longer need: all but the last answer."""
-        self._held.forget(decided)
+        decided = start + batch.count  # what frames before it no longer need is dropped
+        held.forget(decided)
         self._stretches.forget(decided)
         self._by_motion = {e for e in self._by_motion if e >= decided}
+        return [(batch, assemble(batch, values, frames_out=self.frames_out, origins=origins))]
 
     def _sample(self, shared: list[int]) -> dict[int, float]:
         """Shared frames to verify, each with its weight in the estimate: drawn at the
@@ -340,6 +341,7 @@ class TargetReuse:
         the floor the measured rate of wrong answers sets (see ``hyper._tally``)."""
         chosen: dict[int, float] = {}
         reach, rate, floor = self.reach, self._tally.rate(), self._tally.floor(self._budget)
+        ends, scores, changes = changes_of(self._held.answers, self.agree, self.target)
         for i in shared:
             source = self._held.source(i)
             if source is None:
@@ -348,6 +350,9 @@ class TargetReuse:
             p = max(floor, min(0.5, rate * (1 + 2 * moved / reach)))
             if self._rng.random() < p:
                 chosen[i] = rate / p
+                k = bisect.bisect(ends, i)  # its stretch: ends[k - 1], ends[k]
+                if 0 < k < len(ends) and scores[ends[k - 1]] >= self.target:
+                    self._guesses[i] = hidden(ends, changes, ends[k - 1], ends[k])
         return chosen
 
     def _rescale(self, factor: float, *, moved: bool = False) -> None:
