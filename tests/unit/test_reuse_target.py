@@ -82,8 +82,7 @@ def test_meets_the_target_and_saves_calls_against_a_plain_loop(batch_size, group
 
 def test_an_answer_that_flickers_is_measured_as_it_is():
     """Answers that change at random from frame to frame on unchanging frames: the samples
-    see it, the stage computes most frames, and what it reports is what happened. (It does
-    not yet reach the target here: 0.86 for 0.9, see docs/measured.md.)"""
+    see it, the stage computes most frames, and what it reports is what happened."""
     rng = np.random.default_rng(3)
     frames = np.zeros((600, 16, 16, 3), np.uint8)
     frames[:, 0, 0, 0] = np.arange(600) % 256  # a counter the thumbnails barely see
@@ -92,7 +91,7 @@ def test_an_answer_that_flickers_is_measured_as_it_is():
     truth = [bool(flicker[i % 256]) for i in range(600)]
     answers, figures = run_target(frames, fn, target=0.9, batch_size=16)
     accuracy = float(np.mean([a == t for a, t in zip(answers, truth, strict=True)]))
-    assert accuracy >= 0.8
+    assert accuracy >= 0.9
     assert figures["agreement_shared"] < 0.9  # the samples saw shared answers go wrong
     assert figures["agreement_bound"] <= accuracy + 0.02
     assert abs(figures["agreement"] - accuracy) <= 0.1
@@ -120,6 +119,31 @@ def test_the_agreement_reported_is_measured_as_if_no_frame_had_been_sampled():
         accuracy = float(np.mean([a == t for a, t in zip(answers, truth, strict=True)]))
         over.append(figures["agreement"] - accuracy)
     assert abs(float(np.mean(over))) <= 0.03, over
+
+
+def test_changes_hidden_between_agreeing_answers_are_guessed_and_the_guess_is_weighed():
+    """Where answers changed often among the computed frames near a stretch whose ends
+    agree, more of its frames are guessed to differ (the longer the stretch, the more);
+    none where they did not change; samples that find the guess wrong weigh it down."""
+    from hyperframes.hyper._stretches import Stretches, hidden
+
+    ends = [0, 1, 2, 3, 4, 5, 6, 7, 8, 16, 40]
+    changes = [1, 3, 4, 6, 7]  # answers changed at these computed frames
+    short, long = hidden(ends, changes, 8, 16), hidden(ends, changes, 16, 40)
+    assert 0.3 < short < long < 1
+    assert hidden(ends, [], 8, 16) == 0.0
+    assert hidden(ends, changes, 7, 8) == 0.0  # nothing between them
+    far = [0, 100, 200, 300]
+    assert hidden(far, [100], 200, 300) == 0.0  # a change far away says nothing here
+    stretches = Stretches()
+    before = stretches.unseen(ends, changes, 8, 16)
+    for _ in range(20):
+        stretches.learn(short, score=1.0)  # samples where it guessed errors: none found
+    assert stretches.unseen(ends, changes, 8, 16) < before / 4
+    stretches.learn(0.0, score=0.0)  # where it guessed none, a sample says nothing of it
+    for _ in range(40):
+        stretches.learn(short, score=0.0)  # now every one is wrong
+    assert stretches.unseen(ends, changes, 8, 16) > before
 
 
 def test_a_target_the_output_falls_short_of_is_said_in_the_report():

@@ -35,9 +35,10 @@ disagree so that about ``5 * (1 - target)`` of them do, and follows the samples 
 the shared answers' disagreement settles below a share of the error budget the target
 leaves. ``reach`` has a scale of its own, ``moved``, which only frames planned for their
 motion move (settling the same way): a camera that pans over a scene whose answer stays
-the same stops planning a frame at every step. Every call, verification included, counts as a call in every figure; the
-summary gives the measured agreement of the output and a one-sided 95 % lower bound
-(stretches left unrefined, which are not sampled, count at their estimated errors).
+the same stops planning a frame at every step. Every call, verification included, counts
+as a call in every figure; the summary gives the measured agreement of the output and a
+one-sided 95 % lower bound (stretches left unrefined, which are not sampled, count at
+their estimated errors).
 
 Longer than 300 lines: the plan, refining, sharing and the controller are one decision
 over the frames held (``hyper._held``); what stands alone has modules of its own.
