@@ -240,10 +240,6 @@ class TargetReuse:
         """Refine until the ends of every stretch agree or meet; whether the ends of each
         stretch that ends at a ``planned`` frame agreed at first."""
         more, agreed = self._refine(planned)
-        if self._tally.floor(self._budget) >= 0.5:
-            # answers flicker: most frames are computed as samples anyway, in one round;
-            # a search round by round for where answers change would only add rounds
-            return agreed
         while more:
             calls = self._compute(more, compute)
             with self._lock:
