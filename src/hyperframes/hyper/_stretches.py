@@ -55,6 +55,7 @@ class Stretches:
         self.frames = 0  # the frames inside them (not sampled: their cost is counted)
         self._strays: dict[tuple[int, int, int], int | None] = {}  # excursions found
         self._guessed, self._found = TRUST  # wrong answers hidden() guessed, and found
+        self._scores: dict[tuple[int, int], float] = {}  # of computed frames, pairwise
 
     def leave(self, p: int, q: int, *, disagreement: float, budget: float) -> bool:
         """Whether to leave the stretch between disagreeing ``p`` and ``q`` as it is, given
@@ -69,6 +70,19 @@ class Stretches:
         self.spent += cost
         self.frames += q - p - 1
         return True
+
+    def changes(
+        self, answers: dict[int, Any], agree: Callable[[Any, Any], float], target: float
+    ) -> tuple[list[int], dict[int, float], list[int]]:
+        """The computed frames (sorted), the score of each against the next, and where
+        answers change (the second frame of each pair of them scoring under ``target``)."""
+        ends = sorted(answers)
+        scores = {}
+        for p, q in itertools.pairwise(ends):
+            if (p, q) not in self._scores:
+                self._scores[(p, q)] = agree(answers[p], answers[q])
+            scores[p] = self._scores[(p, q)]
+        return ends, scores, [q for p, q in itertools.pairwise(ends) if scores[p] < target]
 
     def unseen(self, ends: list[int], changes: list[int], p: int, q: int) -> float:
         """The share of the frames between agreeing ``p`` and ``q`` expected to differ
@@ -105,16 +119,7 @@ class Stretches:
         """Drop the stretches that end before ``decided``."""
         self._strays = {k: v for k, v in self._strays.items() if k[1] >= decided}
         self.left = {k: v for k, v in self.left.items() if k[1] >= decided}
-
-
-def changes_of(
-    answers: dict[int, Any], agree: Callable[[Any, Any], float], target: float
-) -> tuple[list[int], dict[int, float], list[int]]:
-    """The computed frames (sorted), the score of each against the next, and where
-    answers change (the second frame of each pair of them scoring under ``target``)."""
-    ends = sorted(answers)
-    scores = {p: agree(answers[p], answers[q]) for p, q in itertools.pairwise(ends)}
-    return ends, scores, [q for p, q in itertools.pairwise(ends) if scores[p] < target]
+        self._scores = {k: v for k, v in self._scores.items() if k[1] >= decided}
 
 
 def hidden(ends: list[int], changes: list[int], p: int, q: int) -> float:

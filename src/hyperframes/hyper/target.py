@@ -59,7 +59,7 @@ from ..engine.figures import TargetFigures
 from ..frames import Batch
 from ._held import HeldFrames, copy_of
 from ._rows import RowComputer, assemble
-from ._stretches import Stretches, changes_of, hidden
+from ._stretches import Stretches, hidden
 from ._tally import Tally, of_output
 from .agree import Agreement
 from .glance import change, even_cuts
@@ -269,7 +269,7 @@ class TargetReuse:
         """Frames to compute inside stretches: where the ends' answers disagree, and where
         a frame strays from agreeing ends; and whether each stretch that ends at a
         ``planned`` frame had agreeing ends (the evidence that ``scale`` follows)."""
-        ends, scores, changes = changes_of(self._held.answers, self.agree, self.target)
+        ends, scores, changes = self._stretches.changes(self._held.answers, self.agree, self.target)
         first = self._held.first  # frames before it are decided already
         agreed: list[tuple[int, bool]] = []
         stretches = []  # (p, q, where to start, ends agree, score): a look inside needed
@@ -338,7 +338,7 @@ class TargetReuse:
         the floor the measured rate of wrong answers sets (see ``hyper._tally``)."""
         chosen: dict[int, float] = {}
         reach, rate, floor = self.reach, self._tally.rate(), self._tally.floor(self._budget)
-        ends, scores, changes = changes_of(self._held.answers, self.agree, self.target)
+        ends, scores, changes = self._stretches.changes(self._held.answers, self.agree, self.target)
         for i in shared:
             source = self._held.source(i)
             if source is None:
