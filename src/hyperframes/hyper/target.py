@@ -335,7 +335,8 @@ class TargetReuse:
     def _sample(self, shared: list[int]) -> dict[int, float]:
         """Shared frames to verify, each with its weight in the estimate: drawn at the
         tally's rate, raised by how far each moved from its answer's frame, never below
-        the floor the measured rate of wrong answers sets (see ``hyper._tally``)."""
+        the floor the measured rate of wrong answers sets (see ``hyper._tally``). What
+        :func:`hidden` guesses of each one's stretch is kept, for its score to test."""
         chosen: dict[int, float] = {}
         reach, rate, floor = self.reach, self._tally.rate(), self._tally.floor(self._budget)
         ends, scores, changes = self._stretches.changes(self._held.answers, self.agree, self.target)
