@@ -293,7 +293,7 @@ class TargetReuse:
                 )
                 rows = [] if row is None else [row]
                 if not rows and self._stretches.unseen(ends, changes, p, q) > 1 - self.target:
-                    rows = even_cuts(self._held.looks, p, q, first=start, parts=2)
+                    rows = even_cuts(self._held.looks, p, q, first=start, parts=cuts + 1)
             elif self._stretches.leave(
                 p, q, disagreement=1 - score, budget=(1 - self.target) * self._held.seen
             ):
