@@ -128,22 +128,22 @@ def test_changes_hidden_between_agreeing_answers_are_guessed_and_the_guess_is_we
     from hyperframes.hyper._stretches import Stretches, hidden
 
     ends = [0, 1, 2, 3, 4, 5, 6, 7, 8, 16, 40]
-    changes = [1, 3, 4, 6, 7]  # answers changed at these computed frames
-    short, long = hidden(ends, changes, 8, 16), hidden(ends, changes, 16, 40)
+    changed = [1, 3, 4, 6, 7]  # answers changed at these computed frames
+    short, long = hidden(ends, changed, 8, 16), hidden(ends, changed, 16, 40)
     assert 0.3 < short < long < 1
     assert hidden(ends, [], 8, 16) == 0.0
-    assert hidden(ends, changes, 7, 8) == 0.0  # nothing between them
+    assert hidden(ends, changed, 7, 8) == 0.0  # nothing between them
     far = [0, 100, 200, 300]
     assert hidden(far, [100], 200, 300) == 0.0  # a change far away says nothing here
     stretches = Stretches()
-    before = stretches.unseen(ends, changes, 8, 16)
+    before = stretches.unseen(ends, changed, 8, 16)
     for _ in range(20):
         stretches.learn(short, score=1.0)  # samples where it guessed errors: none found
-    assert stretches.unseen(ends, changes, 8, 16) < before / 4
+    assert stretches.unseen(ends, changed, 8, 16) < before / 4
     stretches.learn(0.0, score=0.0)  # where it guessed none, a sample says nothing of it
     for _ in range(40):
         stretches.learn(short, score=0.0)  # now every one is wrong
-    assert stretches.unseen(ends, changes, 8, 16) > before
+    assert stretches.unseen(ends, changed, 8, 16) > before
 
 
 def test_a_target_the_output_falls_short_of_is_said_in_the_report():

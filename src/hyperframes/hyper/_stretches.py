@@ -71,7 +71,7 @@ class Stretches:
         self.frames += q - p - 1
         return True
 
-    def changes(
+    def compare(
         self, answers: dict[int, Any], agree: Callable[[Any, Any], float], target: float
     ) -> tuple[list[int], dict[int, float], list[int]]:
         """The computed frames (sorted), the score of each against the next, and where
@@ -84,10 +84,10 @@ class Stretches:
             scores[p] = self._scores[(p, q)]
         return ends, scores, [q for p, q in itertools.pairwise(ends) if scores[p] < target]
 
-    def unseen(self, ends: list[int], changes: list[int], p: int, q: int) -> float:
+    def unseen(self, ends: list[int], changed: list[int], p: int, q: int) -> float:
         """The share of the frames between agreeing ``p`` and ``q`` expected to differ
         from them unseen: :func:`hidden`'s guess, weighed by how it held so far."""
-        return self._found / self._guessed * hidden(ends, changes, p, q)
+        return self._found / self._guessed * hidden(ends, changed, p, q)
 
     def learn(self, guessed: float, score: float) -> None:
         """A sample of a stretch where :func:`hidden` guessed a share ``guessed`` of
@@ -122,14 +122,14 @@ class Stretches:
         self._scores = {k: v for k, v in self._scores.items() if k[1] >= decided}
 
 
-def hidden(ends: list[int], changes: list[int], p: int, q: int) -> float:
+def hidden(ends: list[int], changed: list[int], p: int, q: int) -> float:
     """The share of the frames between computed ``p`` and ``q`` (whose answers agree)
     expected to differ from the answer they share, were answers to change inside as
-    often as they were seen to change near it: ``changes`` (sorted: the second frame of
+    often as they were seen to change near it: ``changed`` (sorted: the second frame of
     each pair of consecutive computed frames whose answers differ) per frame computed
     ``ends`` (sorted) span within :data:`NEAR` of the stretch."""
     lo, hi = p - NEAR, q + NEAR
-    found = bisect.bisect_right(changes, hi) - bisect.bisect_left(changes, lo)
+    found = bisect.bisect_right(changed, hi) - bisect.bisect_left(changed, lo)
     if not found or q - p < 2:
         return 0.0
     near = ends[bisect.bisect_left(ends, lo) : bisect.bisect_right(ends, hi)]

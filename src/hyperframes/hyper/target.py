@@ -269,7 +269,7 @@ class TargetReuse:
         """Frames to compute inside stretches: where the ends' answers disagree, and where
         a frame strays from agreeing ends; and whether each stretch that ends at a
         ``planned`` frame had agreeing ends (the evidence that ``scale`` follows)."""
-        ends, scores, changes = self._stretches.changes(self._held.answers, self.agree, self.target)
+        ends, scores, changed = self._stretches.compare(self._held.answers, self.agree, self.target)
         first = self._held.first  # frames before it are decided already
         agreed: list[tuple[int, bool]] = []
         stretches = []  # (p, q, where to start, ends agree, score): a look inside needed
@@ -292,7 +292,7 @@ class TargetReuse:
                     self._held.looks, p, q, first=start, scale=self.scale
                 )
                 rows = [] if row is None else [row]
-                if not rows and self._stretches.unseen(ends, changes, p, q) > 1 - self.target:
+                if not rows and self._stretches.unseen(ends, changed, p, q) > 1 - self.target:
                     rows = even_cuts(self._held.looks, p, q, first=start, parts=cuts + 1)
             elif self._stretches.leave(
                 p, q, disagreement=1 - score, budget=(1 - self.target) * self._held.seen
@@ -339,7 +339,7 @@ class TargetReuse:
         :func:`hidden` guesses of each one's stretch is kept, for its score to test."""
         chosen: dict[int, float] = {}
         reach, rate, floor = self.reach, self._tally.rate(), self._tally.floor(self._budget)
-        ends, scores, changes = self._stretches.changes(self._held.answers, self.agree, self.target)
+        ends, scores, changed = self._stretches.compare(self._held.answers, self.agree, self.target)
         for i in shared:
             source = self._held.source(i)
             if source is None:
@@ -350,7 +350,7 @@ class TargetReuse:
                 chosen[i] = rate / p
                 k = bisect.bisect(ends, i)  # its stretch: ends[k - 1], ends[k]
                 if 0 < k < len(ends) and scores[ends[k - 1]] >= self.target:
-                    self._guesses[i] = hidden(ends, changes, ends[k - 1], ends[k])
+                    self._guesses[i] = hidden(ends, changed, ends[k - 1], ends[k])
         return chosen
 
     def _rescale(self, factor: float, *, moved: bool = False) -> None:
