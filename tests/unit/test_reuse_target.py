@@ -32,6 +32,19 @@ def scenes(n: int = 400, size: int = 32, seed: int = 1) -> tuple[np.ndarray, lis
     return frames, labels
 
 
+def numbered(n: int) -> np.ndarray:
+    """``n`` frames that look alike to the thumbnails, each with its number in two pixels
+    (:func:`number_of` reads it): a function can give each frame its own answer."""
+    frames = np.zeros((n, 16, 16, 3), np.uint8)
+    frames[:, 0, 0, 0] = np.arange(n) % 256
+    frames[:, 1, 0, 0] = np.arange(n) // 256
+    return frames
+
+
+def number_of(frame: np.ndarray) -> int:
+    return int(frame[0, 0, 0]) + 256 * int(frame[1, 0, 0])
+
+
 class Counted:
     """A per-frame function of the frame's pixels, counting its calls (thread-safe)."""
 
@@ -104,9 +117,7 @@ def test_the_agreement_reported_is_measured_as_if_no_frame_had_been_sampled():
     against the frames computed around it because of it (which agree with it). Over
     seeds, the agreement reported is then the one delivered (before: 0.076 above it)."""
     n = 480
-    frames = np.zeros((n, 16, 16, 3), np.uint8)
-    frames[:, 0, 0, 0] = np.arange(n) % 256
-    frames[:, 1, 0, 0] = np.arange(n) // 256  # each frame its own, to the function
+    frames = numbered(n)
     over = []
     for seed in range(8):
         rng = np.random.default_rng(seed)
@@ -114,7 +125,7 @@ def test_the_agreement_reported_is_measured_as_if_no_frame_had_been_sampled():
         for start in range(0, n, 40):
             k = start + int(rng.integers(5, 28))
             truth[k : k + 8] = True
-        fn = Counted(lambda f, t=truth: bool(t[int(f[0, 0, 0]) + 256 * int(f[1, 0, 0])]))
+        fn = Counted(lambda f, t=truth: bool(t[number_of(f)]))
         answers, figures = run_target(frames, fn, target=0.9, batch_size=16)
         accuracy = float(np.mean([a == t for a, t in zip(answers, truth, strict=True)]))
         over.append(figures["agreement"] - accuracy)
@@ -152,12 +163,10 @@ def test_a_target_the_output_falls_short_of_is_said_in_the_report():
     table, JSON and ``warnings``) that the agreement measured is under it; an answer that
     holds gives no warning."""
     n = 400
-    frames = np.zeros((n, 16, 16, 3), np.uint8)
-    frames[:, 0, 0, 0] = np.arange(n) % 256
-    frames[:, 1, 0, 0] = np.arange(n) // 256  # each frame its own, to the function
+    frames = numbered(n)
     truth = np.zeros(n, bool)
     truth[150:300] = np.random.default_rng(1).random(150) < 0.4
-    flickers = lambda f: bool(truth[int(f[0, 0, 0]) + 256 * int(f[1, 0, 0])])  # noqa: E731
+    flickers = lambda f: bool(truth[number_of(f)])  # noqa: E731
     for answer, short in ((flickers, True), (lambda f: 1, False)):
         report = (
             Pipeline.from_frames(frames, batch_size=16)
