@@ -34,8 +34,10 @@ stretches' ends agree (and the samples say shared answers are good), shrinks whe
 disagree so that about ``5 * (1 - target)`` of them do, and follows the samples so that
 the shared answers' disagreement settles below a share of the error budget the target
 leaves. ``reach`` has a scale of its own, ``moved``, which only frames planned for their
-motion move (settling the same way): a camera that pans over a scene whose answer stays
-the same stops planning a frame at every step. Every call, verification included, counts
+motion move (settling the same way, but never below 1): a camera that pans over a scene
+whose answer stays the same stops planning a frame at every step, and one that pans
+while answers churn does not start (those changes are ``span``'s and refining's to find).
+Every call, verification included, counts
 as a call in every figure; the summary gives the measured agreement of the output and a
 one-sided 95 % lower bound (stretches left unrefined, which are not sampled, count at
 their estimated errors).
@@ -354,8 +356,8 @@ class TargetReuse:
         return chosen
 
     def _rescale(self, factor: float, *, moved: bool = False) -> None:
-        if moved:
-            self.moved = min(MAX_SPAN / SPAN, max(1 / (2 * SPAN), self.moved * factor))
+        if moved:  # never below 1: motion alone never plans more than at the start
+            self.moved = min(MAX_SPAN / SPAN, max(1.0, self.moved * factor))
         else:
             self.scale = min(MAX_SPAN / SPAN, max(1 / (2 * SPAN), self.scale * factor))
 
