@@ -37,10 +37,9 @@ leaves. ``reach`` has a scale of its own, ``moved``, which only frames planned f
 motion move (settling the same way, but never below 1): a camera that pans over a scene
 whose answer stays the same stops planning a frame at every step, and one that pans
 while answers churn does not start (those changes are ``span``'s and refining's to find).
-Every call, verification included, counts
-as a call in every figure; the summary gives the measured agreement of the output and a
-one-sided 95 % lower bound (stretches left unrefined, which are not sampled, count at
-their estimated errors).
+Every call, verification included, counts as a call in every figure; the summary gives
+the measured agreement of the output and a one-sided 95 % lower bound (stretches left
+unrefined, which are not sampled, count at their estimated errors).
 
 Longer than 300 lines: the plan, refining, sharing and the controller are one decision
 over the frames held (``hyper._held``); what stands alone has modules of its own.
