@@ -161,6 +161,29 @@ def test_changes_hidden_between_agreeing_answers_are_guessed_and_the_guess_is_we
     assert stretches.unseen(ends, changed, 8, 16) > before
 
 
+
+def test_changes_seen_before_the_frames_were_handed_on_still_count_near_a_stretch():
+    """The guess of hidden changes counts the computed frames already handed on (for
+    ``NEAR`` frames): it must not depend on where a batch ended (batches hold fewer
+    frames at 4K). Before, a stretch right after a flickering run was guessed clean as
+    soon as the batches holding the flicker were handed on."""
+    from hyperframes.hyper._stretches import NEAR, Stretches, hidden
+
+    agree = agreement("equal")
+    answers = {i: i // 2 % 2 for i in range(0, 10)} | {10: 0, 30: 0}  # flickers, then steady
+    stretches = Stretches()
+    ends, _, changed = stretches.compare(answers, agree, 0.9)
+    before = hidden(ends, changed, 10, 30)
+    assert before > 0.3
+    stretches.forget(10, answers)  # frames 0..9 handed on; 10 stays held
+    held = {e: a for e, a in answers.items() if e >= 9}
+    ends, _, changed = stretches.compare(held, agree, 0.9)
+    assert hidden(ends, changed, 10, 30) == before
+    for step in range(1, 40):  # long after: what is remembered stays within NEAR
+        start = 30 * step
+        stretches.forget(start, {start - 20: 0, start - 1: 1, start: 0})
+    assert len(stretches._past) <= NEAR + 1
+
 def test_a_pan_whose_answers_churn_is_not_computed_frame_by_frame_for_its_motion():
     """A camera that pans while the answers change every few frames: the frames planned
     for their motion keep finding changed answers, but that teaches ``reach`` nothing

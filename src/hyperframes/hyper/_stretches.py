@@ -18,7 +18,9 @@ are, and how far to trust a guess of the changes of answer hidden inside.
   at the rate answers changed among the computed frames near the stretch; the samples
   that land in such stretches tell how many of the guessed errors are real
   (:meth:`Stretches.learn`), and a stretch is cut in two while the guess, so weighed,
-  is over the error budget (:meth:`Stretches.unseen`).
+  is over the error budget (:meth:`Stretches.unseen`). The computed frames already
+  handed on count too, for :data:`NEAR` frames: what was seen near a stretch does not
+  depend on how many frames a batch holds (fewer at 4K than at 720p).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,7 @@ class Stretches:
         self._strays: dict[tuple[int, int, int], int | None] = {}  # excursions found
         self._guessed, self._found = TRUST  # wrong answers hidden() guessed, and found
         self._scores: dict[tuple[int, int], float] = {}  # of computed frames, pairwise
+        self._past: list[int] = []  # computed frames handed on, within NEAR of those held
 
     def leave(self, p: int, q: int, *, disagreement: float, budget: float) -> bool:
         """Whether to leave the stretch between disagreeing ``p`` and ``q`` as it is, given
@@ -74,13 +77,15 @@ class Stretches:
     def compare(
         self, answers: dict[int, Any], agree: Callable[[Any, Any], float], target: float
     ) -> tuple[list[int], dict[int, float], list[int]]:
-        """The computed frames (sorted), the score of each against the next, and where
-        answers change (the second frame of each pair of them scoring under ``target``)."""
-        ends = sorted(answers)
+        """The computed frames (sorted, with those handed on within :data:`NEAR`), the
+        score of each against the next, and where answers change (the second frame of
+        each pair of them scoring under ``target``)."""
+        ends = sorted({*self._past, *answers})
         scores = {}
         for p, q in itertools.pairwise(ends):
-            if (p, q) not in self._scores:
-                self._scores[(p, q)] = agree(answers[p], answers[q])
+            if (p, q) not in self._scores:  # pairs handed on were scored, or say nothing
+                known = p in answers and q in answers
+                self._scores[(p, q)] = agree(answers[p], answers[q]) if known else 1.0
             scores[p] = self._scores[(p, q)]
         return ends, scores, [q for p, q in itertools.pairwise(ends) if scores[p] < target]
 
@@ -115,11 +120,18 @@ class Stretches:
             self._strays[key] = first + k if strays else None
         return self._strays[key]
 
-    def forget(self, decided: int) -> None:
-        """Drop the stretches that end before ``decided``."""
+    def forget(self, decided: int, computed: Collection[int]) -> None:
+        """Drop the stretches that end before ``decided``; of the ``computed`` frames
+        before it (all of them, the last of which stays held), remember those within
+        :data:`NEAR` of the last, with their scores."""
+        done = [e for e in computed if e < decided]
+        if done:
+            since = max(done) - NEAR
+            self._past = sorted(e for e in {*self._past, *done} if e >= since)
+        kept = self._past[0] if self._past else decided
         self._strays = {k: v for k, v in self._strays.items() if k[1] >= decided}
         self.left = {k: v for k, v in self.left.items() if k[1] >= decided}
-        self._scores = {k: v for k, v in self._scores.items() if k[1] >= decided}
+        self._scores = {k: v for k, v in self._scores.items() if k[0] >= kept}
 
 
 def hidden(ends: list[int], changed: list[int], p: int, q: int) -> float:

@@ -328,8 +328,8 @@ class TargetReuse:
             self.frames += batch.count
         held.batches.pop(0)
         decided = start + batch.count  # what frames before it no longer need is dropped
+        self._stretches.forget(decided, held.answers)
         held.forget(decided)
-        self._stretches.forget(decided)
         self._by_motion = {e for e in self._by_motion if e >= decided}
         return [(batch, assemble(batch, values, frames_out=self.frames_out, origins=origins))]
 
