@@ -161,7 +161,6 @@ def test_changes_hidden_between_agreeing_answers_are_guessed_and_the_guess_is_we
     assert stretches.unseen(ends, changed, 8, 16) > before
 
 
-
 def test_changes_seen_before_the_frames_were_handed_on_still_count_near_a_stretch():
     """The guess of hidden changes counts the computed frames already handed on (for
     ``NEAR`` frames): it must not depend on where a batch ended (batches hold fewer
@@ -183,6 +182,7 @@ def test_changes_seen_before_the_frames_were_handed_on_still_count_near_a_stretc
         start = 30 * step
         stretches.forget(start, {start - 20: 0, start - 1: 1, start: 0})
     assert len(stretches._past) <= NEAR + 1
+
 
 def test_a_pan_whose_answers_churn_is_not_computed_frame_by_frame_for_its_motion():
     """A camera that pans while the answers change every few frames: the frames planned
