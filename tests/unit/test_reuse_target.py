@@ -361,6 +361,22 @@ def test_a_long_unchanging_run_neither_waits_nor_holds_more_than_it_declared(wor
     assert report.extra["f"]["span"] > 100
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_every_frame_comes_out_once_whatever_the_length_and_batch(workers):
+    """Every frame is handed on, in order, with an answer, whether the input ends on a
+    computed frame or not, in a batch of its own or mid-batch (before, a run whose last
+    frame was computed before the end lost its last batch)."""
+    rng = np.random.default_rng(7)
+    for n, batch_size in [(1, 1), (2, 1), (5, 4), (17, 4), (33, 8), (64, 16), (97, 2)]:
+        answers = np.cumsum(rng.random(n) < 0.1)  # changes now and then
+        frames = with_numbers(np.zeros((n, 16, 16, 3), np.uint8))
+        fn = Counted(lambda f, a=answers: int(a[number_of(f)]))
+        got, figures = run_target(frames, fn, target=0.9, batch_size=batch_size, workers=workers)
+        assert len(got) == n and figures["frames"] == n
+        assert figures["calls"] == fn.calls <= n
+        assert np.mean([g == a for g, a in zip(got, answers, strict=True)]) >= 0.8
+
+
 def test_live_figures_show_calls_agreement_and_the_rule_mid_run():
     frames, _ = scenes(300)
     seen: dict[str, object] = {}

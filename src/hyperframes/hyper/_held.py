@@ -4,14 +4,13 @@ frame index each belongs to), and the frames tried. ``hyper.target`` decides on 
 :class:`HeldFrames` keeps them, computes frames of them, tells which computed frame a frame
 shares its answer with, and forgets what decided batches no longer need.
 
-Answers can be **hidden** for a while: the verification samples, so that the stage decides
-(and scores each sample) as it would have without them; a hidden frame that the decision
-asks for is shown again, at no call.
+Frames can be computed while the stage goes on (:meth:`HeldFrames.start`): their batches
+stay held until the answers are in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,6 @@ class HeldFrames:
         self.answers: dict[int, Any] = {}
         self.ids: dict[int, int] = {}  # the frame index of each computed position
         self.tried: set[int] = set()
-        self.hidden: dict[int, Any] = {}  # answers computed but hidden, by position
 
     def add(self, batch: Batch) -> int:
         """Hold ``batch`` and its frames' thumbnails; the position of its first frame."""
@@ -49,39 +47,38 @@ class HeldFrames:
 
     def compute(self, frames: list[int], rows: RowComputer, compute: Callable[[Batch], Any]) -> int:
         """Compute ``frames`` (positions) of the batches held, all at once, and keep the
-        answers; a hidden frame is shown instead. The number of calls made."""
-        shown = [i for i in frames if i in self.hidden]
-        for i in shown:
-            self.answers[i] = self.hidden.pop(i)
-        frames = [i for i in frames if i not in shown]
-        self.tried.update(shown)
-        self.tried.update(frames)
-        parts = [
-            (batch, [i - start for i in frames if start <= i < start + batch.count])
-            for start, batch in self.batches
-        ]
-        got: dict[int, Any] = {}
-        results = rows.compute_many(parts, compute)  # all at once, across batches
-        for (start, batch), answers in zip(self.batches, results, strict=True):
-            for row, answer in answers.items():
-                got[start + row] = answer
-                self.ids[start + row] = int(batch.index[row])
-        self.answers.update(got)
+        answers. The number of calls made."""
+        self.answers.update(self.start(frames, rows, compute, inline=True)())
         return len(frames)
 
-    def hide(self, frames: Collection[int]) -> None:
-        """Hide the answers of computed ``frames``: they count as not computed (not tried)
-        until :meth:`show`, or until :meth:`compute` asks for one."""
-        for i in frames:
-            if i in self.answers:
-                self.hidden[i] = self.answers.pop(i)
-                self.tried.discard(i)
+    def start(
+        self,
+        frames: list[int],
+        rows: RowComputer,
+        compute: Callable[[Batch], Any],
+        *,
+        inline: bool = False,
+    ) -> Callable[[], dict[int, Any]]:
+        """Start computing ``frames`` (positions) of the batches held, on ``rows``'
+        threads; a function that waits for their answers, by position (a frame that failed
+        for good has none). The batches must stay held until then."""
+        self.tried.update(frames)
+        spans = [
+            (start, batch, [i - start for i in frames if start <= i < start + batch.count])
+            for start, batch in self.batches
+        ]
+        spans = [span for span in spans if span[2]]
+        wait = rows.start([(batch, rows_) for _, batch, rows_ in spans], compute, inline=inline)
 
-    def show(self) -> None:
-        """Show every hidden answer again."""
-        self.answers.update(self.hidden)
-        self.tried.update(self.hidden)
-        self.hidden.clear()
+        def answers() -> dict[int, Any]:
+            got: dict[int, Any] = {}
+            for (start, batch, _), results in zip(spans, wait(), strict=True):
+                for row, answer in results.items():
+                    got[start + row] = answer
+                    self.ids[start + row] = int(batch.index[row])
+            return got
+
+        return answers
 
     def source(self, i: int) -> int | None:
         """The computed frame whose answer frame ``i`` shares: itself if computed, else the

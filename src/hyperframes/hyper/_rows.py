@@ -43,10 +43,22 @@ class RowComputer:
     ) -> list[dict[int, Any]]:
         """Results of rows of several batches (one dict by row for each part), computed
         together: ``split`` chunks at once whichever batches the rows come from."""
+        return self.start(parts, compute, inline=True)()
+
+    def start(
+        self,
+        parts: list[tuple[Batch, list[int]]],
+        compute: Callable[[Batch], Any],
+        *,
+        inline: bool = False,
+    ) -> Callable[[], list[dict[int, Any]]]:
+        """Start computing rows of several batches on the threads (``split`` chunks at
+        once, whatever else is computing); a function that waits for the results (what
+        :meth:`compute_many` returns) and raises what the function raised. ``inline``:
+        a single chunk is computed now, on this thread."""
         items = [(k, row) for k, (_, rows) in enumerate(parts) for row in rows]
-        out: list[dict[int, Any]] = [{} for _ in parts]
         if not items:
-            return out
+            return lambda: [{} for _ in parts]
         if self._scratch is None:
             pool = parts[0][0].pool
             self._scratch = FramePool(
@@ -54,17 +66,24 @@ class RowComputer:
             )
         size = min(-(-len(items) // self.split), self._scratch.batch_size)
         chunks = [items[k : k + size] for k in range(0, len(items), size)]
-        if len(chunks) == 1:
+        if inline and len(chunks) == 1:
             done = [self._chunk(parts, chunks[0], compute)]
+            waits = [lambda: done[0]]
         else:
             if self._threads is None:
                 name = f"hf-{self.stage}"
                 self._threads = ThreadPoolExecutor(self.split, thread_name_prefix=name)
-            done = list(self._threads.map(lambda c: self._chunk(parts, c, compute), chunks))
-        for results in done:
-            for (k, row), value in results.items():
-                out[k][row] = value
-        return out
+            threads = self._threads
+            waits = [threads.submit(self._chunk, parts, c, compute).result for c in chunks]
+
+        def results() -> list[dict[int, Any]]:
+            out: list[dict[int, Any]] = [{} for _ in parts]
+            for wait in waits:
+                for (k, row), value in wait().items():
+                    out[k][row] = value
+            return out
+
+        return results
 
     def _chunk(
         self,
@@ -98,7 +117,7 @@ class RowComputer:
     def close(self) -> None:
         """Stop the threads (called at the end of a run)."""
         if self._threads is not None:
-            self._threads.shutdown(wait=True)
+            self._threads.shutdown(wait=True, cancel_futures=True)
             self._threads = None
 
 

@@ -5,14 +5,18 @@ differ from what ``fn`` would have said on that frame (agreement as ``agree`` sc
 see ``hyper.agree``); the stage computes as few frames as it can while its measured
 agreement stays at the target. No per-clip tuning: it learns as the run goes.
 
-How frames are decided (on one thread, in input order; the frames chosen in each round are
-computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker busy):
+How frames are decided (on one thread, in input order; the frames chosen are computed
+on ``split`` threads of ``hyper._rows`` while the stage goes on):
 
 1. **Look**: every frame gets a tiny thumbnail (``hyper.glance``, about 5 % of decoding).
 2. **Plan**: a frame is to be computed when its answer's frame would be more than
-   ``span`` frames back, or it moved more than ``reach`` from it (a cut). Batches are
-   gathered until there is a planned frame for every worker; then a round computes them.
-3. **Refine**: where the answers at the two ends of a stretch disagree (score below the
+   ``span`` frames back, or it moved more than ``reach`` from it (a cut).
+3. **Compute in waves**: what a batch's arrival calls for (its planned frames, what the
+   answers that came in ask refining for, the next samples) starts computing at once, as
+   one wave, and the stage takes the next batch: the wave's answers are waited for then.
+   So a step of refining never leaves a worker idle while frames planned later wait,
+   and what is decided depends only on the answers, not on which call ends first.
+4. **Refine**: where the answers at the two ends of a stretch disagree (score below the
    target), frames that cut the stretch's change into equal parts are computed (one per
    spare worker), until the ends of every stretch agree or meet: a cut is found in one
    or two steps. Between agreeing ends, a frame that strays from both (a shot that cuts
@@ -20,14 +24,15 @@ computed ``split`` at a time by ``hyper._rows``, so a round keeps every worker b
    often nearby that more of the frames between are guessed to differ than the target
    allows; a short stretch whose ends disagree a little is left as it is, within a share
    of the error budget (``hyper._stretches``). A hyperframe cut forces nothing by itself.
-4. **Verify**: a random sample of the frames that will share an answer (at rates set
-   by ``hyper._tally``) is computed with the next round. The round first decides as if
-   the samples had not been computed (``HeldFrames.hide``), and scores each against the
-   answer it would then have shared: a weighted, unbiased sample of how well shared
-   answers agree. Only then is a wrong one refined around, like any disagreement.
-5. **Share**: a batch whose frames were all sampled, and whose samples are computed, is
-   handed on: each frame not computed takes the answer of the nearer (by thumbnail) of
-   the computed frames before and after it. At most ``3 * GATHER * split`` batches wait.
+5. **Verify**: a random sample of the frames whose answers are settled (between computed
+   frames, with nothing computing between) is computed, each scored against the answer
+   it would have shared: a weighted, unbiased sample of how well shared answers agree
+   (rates set by ``hyper._tally``). Then a wrong one is refined around, like any
+   disagreement.
+6. **Share**: a batch whose frames are all settled and sampled, with nothing computing,
+   is handed on: each frame not computed takes the answer of the nearer (by thumbnail)
+   of the computed frames before and after it. At most ``HOLD * split`` batches wait;
+   beyond, the oldest shares the answers before it.
 
 The evidence drives the rule: ``scale`` multiplies ``span``; it grows while planned
 stretches' ends agree (and the samples say shared answers are good), shrinks when they
@@ -52,7 +57,7 @@ import itertools
 import math
 import threading
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -81,9 +86,30 @@ step that makes it settle where ``5 * (1 - target)`` of stretches hold a change 
 (half at 0.9), which refining finds in log2(span) calls: the stricter the target, the
 shorter the stretches, and the fewer short changes of answer go unseen inside them."""
 GATHER = 2
-"""Batches a worker may wait for before a round runs with fewer calls than workers."""
+"""Batches a worker the stage takes while a worker is free, before it waits for the answers
+computing (and starts what they call for)."""
+HOLD = 6
+"""Batches a worker the stage may hold back while their answers settle (refining, samples);
+beyond, it waits for what computes, and then shares the answers before the oldest batch."""
 RECENT = 0.25
 """Weight of the newest sample in the running agreement that gates growth."""
+
+
+class Sample(NamedTuple):
+    """A shared frame chosen for verification."""
+
+    weight: float  # in the estimate: the inverse of its odds of being chosen, times RATE
+    shared: Any  # the answer it would have shared
+    guess: float  # the share of its stretch that hidden() guessed wrong
+
+
+class Wave(NamedTuple):
+    """Frames computing on the threads, and what they were started for."""
+
+    answers: Callable[[], dict[int, Any]]  # waits for them
+    frames: list[int]
+    planned: list[int]
+    samples: dict[int, Sample]
 
 
 class TargetReuse:
@@ -123,14 +149,12 @@ class TargetReuse:
         self._lock = threading.Lock()  # summary() is read by monitors on other threads
         self.frames = self.calls = self.verified = self.refined = 0
         self._tally = Tally()  # the verified samples, weighted
-        self._guesses: dict[int, float] = {}  # samples pending: the share hidden() guessed wrong
         self._held = HeldFrames()  # the batches, thumbnails and answers held, by position
         self._recent = 1.0  # running agreement of the latest samples
-        self._pending: dict[int, float] = {}  # samples chosen, to compute
         self._stretches = Stretches()  # excursions found, stretches left as they are
-        self._planned: list[int] = []  # frames planned, to compute in the next round
-        self._fresh = 0  # batches gathered since the last round
-        self._window = 0  # the first frame of those batches
+        self._waves: list[Wave] = []  # started since the last batch came in
+        self._flying: set[int] = set()  # frames computing on the threads
+        self._fresh = 0  # batches taken since the answers were last waited for
         self._sampled_to = 0  # frames before it have had their chance to be sampled
 
     @property
@@ -145,31 +169,77 @@ class TargetReuse:
 
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         start = self._held.add(batch)
-        self._planned += self._plan(start, batch.count)
-        if self._fresh == 0:
-            self._window = start  # the first frame of this round's batches
+        self._start(compute, planned=self._plan(start, batch.count))
         self._fresh += 1
-        work = len(self._planned) + len(self._pending)
-        if work < self.rows.split and self._fresh < GATHER * self.rows.split:
-            return []  # gather a call for every worker, within GATHER batches a worker
-        return self._round(compute, final=False)
+        idle = len(self._flying) < self.rows.split and self._fresh < GATHER * self.rows.split
+        if idle and len(self._held.batches) <= held(self.rows.split):
+            return []  # a worker is free: take the next batch (within GATHER a worker)
+        self._fresh = 0
+        refined, samples = self._settle()
+        self._start(compute, refined=refined, samples=samples)
+        decided = self._hand_on(compute)
+        while len(self._held.batches) > held(self.rows.split):
+            # too many held: wait for what computes; if nothing does, the oldest batch's
+            # frames share the answers before them
+            oldest = self._held.first + self._held.batches[0][1].count
+            refined, samples = self._settle(until=0 if self._waves else oldest)
+            self._start(compute, refined=refined, samples=samples)
+            decided += self._hand_on(compute)
+        return decided
 
     def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         if not self._held.batches:
             return []
         last = self._held.seen - 1
-        if last not in self._held.answers and last not in self._planned:
-            self._planned.append(last)  # close the last stretch: nothing will
-        return self._round(compute, final=True)
+        if last not in self._held.answers and last not in self._flying:
+            self._start(compute, planned=[last])  # close the last stretch: nothing will
+        while True:  # at least once: what is computed already may leave frames to sample
+            refined, samples = self._settle(until=self._held.seen)
+            self._start(compute, refined=refined, samples=samples)
+            if not self._waves:
+                return self._hand_on(compute)
 
-    def _round(self, compute: Callable[[Batch], Any], *, final: bool) -> list[tuple[Batch, Any]]:
-        """Compute what the batches gathered planned with the samples chosen last round (one
-        call each, every worker busy), refine, choose the next samples, and hand on every
-        batch whose frames were all sampled and whose samples are computed."""
-        self._fresh = 0
-        planned, self._planned = self._planned, []
-        pending, self._pending = self._pending, {}
-        agreed = self._computed(planned, pending, compute)
+    def _start(
+        self,
+        compute: Callable[[Batch], Any],
+        *,
+        planned: list[int] = (),  # type: ignore[assignment]
+        refined: list[int] = (),  # type: ignore[assignment]
+        samples: dict[int, Sample] | None = None,
+    ) -> None:
+        """Start computing frames on the threads (a wave), to settle when the next batch
+        comes in (while the stage takes it, and the decoder decodes more); count the
+        calls."""
+        samples = samples or {}
+        frames = [*planned, *refined, *samples]
+        if not frames:
+            return
+        answers = self._held.start(frames, self.rows, compute)
+        self._flying.update(frames)
+        self._waves.append(Wave(answers, frames, list(planned), samples))
+        with self._lock:
+            self.calls += len(frames)
+            self.refined += len(refined)
+
+    def _settle(self, *, until: int = 0) -> tuple[list[int], dict[int, Sample]]:
+        """Wait for the waves computing and learn from their answers: score the samples,
+        teach ``scale`` (and ``reach``) by the stretches that end at planned frames. What
+        to compute next: the frames refining asks for, and samples of the frames whose
+        answers are now settled (those before ``until`` even with no computed frame after
+        them)."""
+        planned: list[int] = []
+        scored = []
+        waves, self._waves = self._waves, []
+        for wave in waves:
+            got = wave.answers()
+            self._flying.difference_update(wave.frames)
+            scored += [
+                (self.agree(s.shared, got[i]), s) for i, s in wave.samples.items() if i in got
+            ]
+            self._held.answers.update(got)
+            planned += wave.planned
+        self._verified(scored)
+        more, agreed = self._refine(set(planned))
         with self._lock:
             for q, ends_agree in agreed:
                 # a frame planned for moving past reach teaches reach: how often motion
@@ -181,20 +251,27 @@ class TargetReuse:
                 if not ends_agree or self._recent >= 1 - self._budget:
                     self._rescale(GROW if ends_agree else self._shrink)
             self._by_motion -= {q for q, _ in agreed}
-        ready = self._sampled_to  # frames before it were sampled, and the samples computed
-        # frames before the last computed one (and before this round's batches: no batch
-        # waits more than two rounds) share settled answers: sample them now, to compute
-        # with the next round's plan (at the end of the input: now)
-        last = self._held.seen if final else max(max(self._held.answers, default=0), self._window)
-        left = self._stretches.left_frames()  # their cost is counted
-        shared = [i for i in range(self._sampled_to, last) if i not in self._held.answers]
-        chosen = self._sample([i for i in shared if i not in left])
-        self._sampled_to = max(self._sampled_to, last)
-        if final:
-            self._computed([], chosen, compute)
-            ready = self._held.seen
-        else:
-            self._pending = chosen
+        return more, self._sample(self._settled(until, more))
+
+    def _settled(self, until: int, more: list[int]) -> list[int]:
+        """The frames not computed, nor sampled before, whose answers are settled: before
+        the last computed frame (or ``until``) and before every stretch with a frame that
+        computes, or is to (``more``); except those of stretches left as they are (their
+        cost is counted)."""
+        ends = sorted(self._held.answers)
+        horizon = max(ends[-1] if ends else 0, until)
+        for f in [*self._flying, *more]:
+            k = bisect.bisect(ends, f)
+            horizon = min(horizon, ends[k - 1] if k else 0)
+        left = self._stretches.left_frames()
+        answers = self._held.answers
+        shared = [i for i in range(self._sampled_to, horizon) if i not in answers and i not in left]
+        self._sampled_to = max(self._sampled_to, horizon)
+        return shared
+
+    def _hand_on(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
+        """Every batch whose frames are all settled and sampled, with nothing computing."""
+        ready = min(self._sampled_to, *self._flying) if self._flying else self._sampled_to
         decided = []
         while (
             self._held.batches
@@ -203,56 +280,22 @@ class TargetReuse:
             decided += self._decide(compute)
         return decided
 
-    def _computed(
-        self, planned: list[int], samples: dict[int, float], compute: Callable[[Batch], Any]
-    ) -> list[tuple[int, bool]]:
-        """Compute ``planned`` and ``samples`` at once; refine as if the samples had not
-        been computed (see ``_refined``: what it returns), score them against the answers
-        they would then have shared, and then refine around them."""
-        self._compute(planned + list(samples), compute)
-        self._held.hide(samples)
-        agreed = self._refined(compute, planned=set(planned))
-        self._verified(samples)
-        self._held.show()
-        self._refined(compute)
-        return agreed
-
-    def _verified(self, samples: dict[int, float]) -> None:
-        """Score the hidden samples against the answers they would have shared; learn. A
-        sample that refining asked for (shown again) would have been computed anyway."""
-        scored = []
-        held = self._held
-        for i, weight in samples.items():
-            source = held.source(i)
-            if i in held.hidden and source is not None:
-                scored.append((self.agree(held.answers[source], held.hidden[i]), weight))
-                self._stretches.learn(self._guesses.get(i, 0.0), scored[-1][0])
-        self._guesses = {}
+    def _verified(self, scored: list[tuple[float, Sample]]) -> None:
+        """Learn from the samples, each scored against the answer it would have shared."""
+        for score, sample in scored:
+            self._stretches.learn(sample.guess, score)
         with self._lock:
             self.verified += len(scored)
-            for score, weight in scored:
+            for score, sample in scored:
                 self._recent += RECENT * (score - self._recent)
-                self._rescale(math.exp(LEARN * weight * (score - (1 - self._budget))))
-                self._tally.add(score, weight=weight)
-
-    def _refined(
-        self, compute: Callable[[Batch], Any], *, planned: Collection[int] = ()
-    ) -> list[tuple[int, bool]]:
-        """Refine until the ends of every stretch agree or meet; whether the ends of each
-        stretch that ends at a ``planned`` frame agreed at first."""
-        more, agreed = self._refine(planned)
-        while more:
-            calls = self._compute(more, compute)
-            with self._lock:
-                self.refined += calls
-            more, _ = self._refine(())
-        return agreed
+                self._rescale(math.exp(LEARN * sample.weight * (score - (1 - self._budget))))
+                self._tally.add(score, weight=sample.weight)
 
     def _plan(self, start: int, count: int) -> list[int]:
         """Frames that moved past ``reach`` from the last computed frame before them, or
         whose answer would serve more than ``span`` frames."""
         span, reach = self.span, self.reach
-        last = max([*self._held.answers, *self._planned], default=None)
+        last = max([*self._held.answers, *self._flying], default=None)
         ref = None if last is None else self._held.looks[last]
         age = 0 if last is None else start - 1 - last
         plan: list[int] = []
@@ -274,9 +317,10 @@ class TargetReuse:
         first = self._held.first  # frames before it are decided already
         agreed: list[tuple[int, bool]] = []
         stretches = []  # (p, q, where to start, ends agree, score): a look inside needed
+        flying = sorted(self._flying)
         for p, q in itertools.pairwise(ends):
-            if q - p < 2:
-                continue
+            if q - p < 2 or bisect.bisect_right(flying, p) < bisect.bisect_left(flying, q):
+                continue  # nothing between, or a frame between computes: refined already
             score = scores[p]
             ends_agree = score >= self.target
             if q in planned:
@@ -312,16 +356,18 @@ class TargetReuse:
         return calls
 
     def _decide(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
-        """Share answers into the oldest batch held and hand it on."""
+        """Share answers into the oldest batch held and hand it on; a frame that failed
+        for good (a dead letter) is dropped from it, not given another's answer."""
         held = self._held
         start, batch = held.batches[0]
         frames = range(start, start + batch.count)
-        orphans = [i for i in frames if i not in held.answers and held.source(i) is None]
+        failed = {i for i in frames if i in held.tried and i not in held.answers}
+        orphans = [i for i in frames if i not in held.tried and held.source(i) is None]
         self._compute(orphans, compute)  # nothing to share from: every computed frame failed
         values, origins = {}, {}
         for i in frames:
             src = held.source(i)
-            if src is not None:
+            if src is not None and i not in failed:
                 values[i - start] = held.answers[i] if src == i else copy_of(held.answers[src])
                 origins[i - start] = held.ids[src]
         with self._lock:
@@ -333,12 +379,13 @@ class TargetReuse:
         self._by_motion = {e for e in self._by_motion if e >= decided}
         return [(batch, assemble(batch, values, frames_out=self.frames_out, origins=origins))]
 
-    def _sample(self, shared: list[int]) -> dict[int, float]:
+    def _sample(self, shared: list[int]) -> dict[int, Sample]:
         """Shared frames to verify, each with its weight in the estimate: drawn at the
         tally's rate, raised by how far each moved from its answer's frame, never below
-        the floor the measured rate of wrong answers sets (see ``hyper._tally``). What
-        :func:`hidden` guesses of each one's stretch is kept, for its score to test."""
-        chosen: dict[int, float] = {}
+        the floor the measured rate of wrong answers sets (see ``hyper._tally``). Each
+        keeps the answer it shares now, and what :func:`hidden` guesses of its stretch,
+        for its score to test."""
+        chosen: dict[int, Sample] = {}
         reach, rate, floor = self.reach, self._tally.rate(), self._tally.floor(self._budget)
         ends, scores, changed = self._stretches.compare(self._held.answers, self.agree, self.target)
         for i in shared:
@@ -348,10 +395,10 @@ class TargetReuse:
             moved = change(self._held.looks[i], self._held.looks[source])
             p = max(floor, min(0.5, rate * (1 + 2 * moved / reach)))
             if self._rng.random() < p:
-                chosen[i] = rate / p
                 k = bisect.bisect(ends, i)  # its stretch: ends[k - 1], ends[k]
-                if 0 < k < len(ends) and scores[ends[k - 1]] >= self.target:
-                    self._guesses[i] = hidden(ends, changed, ends[k - 1], ends[k])
+                agreeing = 0 < k < len(ends) and scores[ends[k - 1]] >= self.target
+                guess = hidden(ends, changed, ends[k - 1], ends[k]) if agreeing else 0.0
+                chosen[i] = Sample(rate / p, self._held.answers[source], guess)
         return chosen
 
     def _rescale(self, factor: float, *, moved: bool = False) -> None:
@@ -393,6 +440,5 @@ class TargetReuse:
 
 
 def held(split: int) -> int:
-    """The most batches a stage with ``split`` workers holds back: a round runs once every
-    worker has a call (``GATHER`` batches a worker at most), handing on the one before."""
-    return 3 * GATHER * split
+    """The most batches a stage with ``split`` workers holds back (:data:`HOLD` a worker)."""
+    return HOLD * split
