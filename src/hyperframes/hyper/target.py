@@ -56,8 +56,8 @@ import bisect
 import itertools
 import math
 import threading
-from collections.abc import Callable, Collection
-from typing import Any, NamedTuple
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -67,6 +67,7 @@ from ._held import HeldFrames, copy_of
 from ._rows import RowComputer, assemble
 from ._stretches import Stretches, hidden
 from ._tally import Tally, of_output
+from ._waves import Sample, Waves
 from .agree import Agreement
 from .glance import change, even_cuts
 
@@ -93,23 +94,6 @@ HOLD = 6
 beyond, it waits for what computes, and then shares the answers before the oldest batch."""
 RECENT = 0.25
 """Weight of the newest sample in the running agreement that gates growth."""
-
-
-class Sample(NamedTuple):
-    """A shared frame chosen for verification."""
-
-    weight: float  # in the estimate: the inverse of its odds of being chosen, times RATE
-    shared: Any  # the answer it would have shared
-    guess: float  # the share of its stretch that hidden() guessed wrong
-
-
-class Wave(NamedTuple):
-    """Frames computing on the threads, and what they were started for."""
-
-    answers: Callable[[], dict[int, Any]]  # waits for them
-    frames: list[int]
-    planned: list[int]
-    samples: dict[int, Sample]
 
 
 class TargetReuse:
@@ -152,8 +136,7 @@ class TargetReuse:
         self._held = HeldFrames()  # the batches, thumbnails and answers held, by position
         self._recent = 1.0  # running agreement of the latest samples
         self._stretches = Stretches()  # excursions found, stretches left as they are
-        self._waves: list[Wave] = []  # started since the last batch came in
-        self._flying: set[int] = set()  # frames computing on the threads
+        self._waves = Waves()  # what computes on the threads meanwhile
         self._fresh = 0  # batches taken since the answers were last waited for
         self._sampled_to = 0  # frames before it have had their chance to be sampled
 
@@ -171,19 +154,18 @@ class TargetReuse:
         start = self._held.add(batch)
         self._start(compute, planned=self._plan(start, batch.count))
         self._fresh += 1
-        idle = len(self._flying) < self.rows.split and self._fresh < GATHER * self.rows.split
-        if idle and len(self._held.batches) <= held(self.rows.split):
+        workers = self.rows.split
+        free = len(self._waves.flying) < workers and self._fresh < GATHER * workers
+        if free and len(self._held.batches) <= held(workers):
             return []  # a worker is free: take the next batch (within GATHER a worker)
         self._fresh = 0
-        refined, samples = self._settle()
-        self._start(compute, refined=refined, samples=samples)
+        self._settle(compute)
         decided = self._hand_on(compute)
-        while len(self._held.batches) > held(self.rows.split):
+        while len(self._held.batches) > held(workers):
             # too many held: wait for what computes; if nothing does, the oldest batch's
             # frames share the answers before them
             oldest = self._held.first + self._held.batches[0][1].count
-            refined, samples = self._settle(until=0 if self._waves else oldest)
-            self._start(compute, refined=refined, samples=samples)
+            self._settle(compute, until=0 if self._waves else oldest)
             decided += self._hand_on(compute)
         return decided
 
@@ -191,11 +173,10 @@ class TargetReuse:
         if not self._held.batches:
             return []
         last = self._held.seen - 1
-        if last not in self._held.answers and last not in self._flying:
+        if last not in self._held.answers and last not in self._waves.flying:
             self._start(compute, planned=[last])  # close the last stretch: nothing will
         while True:  # at least once: what is computed already may leave frames to sample
-            refined, samples = self._settle(until=self._held.seen)
-            self._start(compute, refined=refined, samples=samples)
+            self._settle(compute, until=self._held.seen)
             if not self._waves:
                 return self._hand_on(compute)
 
@@ -203,41 +184,30 @@ class TargetReuse:
         self,
         compute: Callable[[Batch], Any],
         *,
-        planned: list[int] = (),  # type: ignore[assignment]
-        refined: list[int] = (),  # type: ignore[assignment]
+        planned: Sequence[int] = (),
+        refined: Sequence[int] = (),
         samples: dict[int, Sample] | None = None,
     ) -> None:
         """Start computing frames on the threads (a wave), to settle when the next batch
         comes in (while the stage takes it, and the decoder decodes more); count the
         calls."""
-        samples = samples or {}
-        frames = [*planned, *refined, *samples]
-        if not frames:
-            return
-        answers = self._held.start(frames, self.rows, compute)
-        self._flying.update(frames)
-        self._waves.append(Wave(answers, frames, list(planned), samples))
+        started = self._waves.start(
+            self._held, self.rows, compute, planned=list(planned), refined=list(refined),
+            samples=samples or {},
+        )  # fmt: skip
         with self._lock:
-            self.calls += len(frames)
+            self.calls += started
             self.refined += len(refined)
 
-    def _settle(self, *, until: int = 0) -> tuple[list[int], dict[int, Sample]]:
+    def _settle(self, compute: Callable[[Batch], Any], *, until: int = 0) -> None:
         """Wait for the waves computing and learn from their answers: score the samples,
-        teach ``scale`` (and ``reach``) by the stretches that end at planned frames. What
-        to compute next: the frames refining asks for, and samples of the frames whose
+        teach ``scale`` (and ``reach``) by the stretches that end at planned frames. Then
+        start the next wave: the frames refining asks for, and samples of the frames whose
         answers are now settled (those before ``until`` even with no computed frame after
         them)."""
-        planned: list[int] = []
-        scored = []
-        waves, self._waves = self._waves, []
-        for wave in waves:
-            got = wave.answers()
-            self._flying.difference_update(wave.frames)
-            scored += [
-                (self.agree(s.shared, got[i]), s) for i, s in wave.samples.items() if i in got
-            ]
-            self._held.answers.update(got)
-            planned += wave.planned
+        got, planned, samples = self._waves.wait()
+        self._held.answers.update(got)
+        scored = [(self.agree(sample.shared, answer), sample) for sample, answer in samples]
         self._verified(scored)
         more, agreed = self._refine(set(planned))
         with self._lock:
@@ -251,7 +221,7 @@ class TargetReuse:
                 if not ends_agree or self._recent >= 1 - self._budget:
                     self._rescale(GROW if ends_agree else self._shrink)
             self._by_motion -= {q for q, _ in agreed}
-        return more, self._sample(self._settled(until, more))
+        self._start(compute, refined=more, samples=self._sample(self._settled(until, more)))
 
     def _settled(self, until: int, more: list[int]) -> list[int]:
         """The frames not computed, nor sampled before, whose answers are settled: before
@@ -260,7 +230,7 @@ class TargetReuse:
         cost is counted)."""
         ends = sorted(self._held.answers)
         horizon = max(ends[-1] if ends else 0, until)
-        for f in [*self._flying, *more]:
+        for f in [*self._waves.flying, *more]:
             k = bisect.bisect(ends, f)
             horizon = min(horizon, ends[k - 1] if k else 0)
         left = self._stretches.left_frames()
@@ -271,7 +241,9 @@ class TargetReuse:
 
     def _hand_on(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         """Every batch whose frames are all settled and sampled, with nothing computing."""
-        ready = min(self._sampled_to, *self._flying) if self._flying else self._sampled_to
+        ready = (
+            min(self._sampled_to, *self._waves.flying) if self._waves.flying else self._sampled_to
+        )
         decided = []
         while (
             self._held.batches
@@ -295,7 +267,7 @@ class TargetReuse:
         """Frames that moved past ``reach`` from the last computed frame before them, or
         whose answer would serve more than ``span`` frames."""
         span, reach = self.span, self.reach
-        last = max([*self._held.answers, *self._flying], default=None)
+        last = max([*self._held.answers, *self._waves.flying], default=None)
         ref = None if last is None else self._held.looks[last]
         age = 0 if last is None else start - 1 - last
         plan: list[int] = []
@@ -317,7 +289,7 @@ class TargetReuse:
         first = self._held.first  # frames before it are decided already
         agreed: list[tuple[int, bool]] = []
         stretches = []  # (p, q, where to start, ends agree, score): a look inside needed
-        flying = sorted(self._flying)
+        flying = sorted(self._waves.flying)
         for p, q in itertools.pairwise(ends):
             if q - p < 2 or bisect.bisect_right(flying, p) < bisect.bisect_left(flying, q):
                 continue  # nothing between, or a frame between computes: refined already
