@@ -208,7 +208,7 @@ class ReuseStrategy:
             src = source[j]
             if j in computed:
                 values[j], origins[j] = computed[j], int(batch.index[j])
-            elif src is not None:
+            elif src is not None and j not in need:  # a frame that failed is a dead letter
                 values[j] = _copy(carried) if src == -1 else _copy(computed[src])
                 origins[j] = self._base_id if src == -1 else int(batch.index[src])
         self.reused += sum(1 for j in values if j not in computed)
