@@ -11,11 +11,12 @@ on ``split`` threads of ``hyper._rows`` while the stage goes on):
 1. **Look**: every frame gets a tiny thumbnail (``hyper.glance``, about 5 % of decoding).
 2. **Plan**: a frame is to be computed when its answer's frame would be more than
    ``span`` frames back, or it moved more than ``reach`` from it (a cut).
-3. **Compute in waves**: what a batch's arrival calls for (its planned frames, what the
-   answers that came in ask refining for, the next samples) starts computing at once, as
-   one wave, and the stage takes the next batch: the wave's answers are waited for then.
-   So a step of refining never leaves a worker idle while frames planned later wait,
-   and what is decided depends only on the answers, not on which call ends first.
+3. **Compute in waves** (``hyper._waves``): a batch's planned frames start computing as
+   it comes in, and the stage takes the next batch; once every worker has a call (or
+   ``GATHER`` batches a worker have come in) it waits for every wave, decides on their
+   answers together, and starts the next wave: what refining asks for and the next
+   samples. So a step of refining never leaves a worker idle while frames planned later
+   wait, and what is decided depends only on the answers, not on which call ends first.
 4. **Refine**: where the answers at the two ends of a stretch disagree (score below the
    target), frames that cut the stretch's change into equal parts are computed (one per
    spare worker), until the ends of every stretch agree or meet: a cut is found in one
