@@ -8,7 +8,7 @@ depends on the answers only, never on which call ended first.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ..frames import Batch
@@ -47,14 +47,15 @@ class Waves:
         rows: RowComputer,
         compute: Callable[[Batch], Any],
         *,
-        planned: list[int],
-        refined: list[int],
+        planned: Sequence[int],
+        refined: Sequence[int],
         samples: dict[int, Sample],
     ) -> int:
         """Start computing frames of the batches ``held`` as one wave; how many."""
         frames = [*planned, *refined, *samples]
         if frames:
-            self.started.append(Wave(held.start(frames, rows, compute), frames, planned, samples))
+            answers = held.start(frames, rows, compute)
+            self.started.append(Wave(answers, frames, list(planned), samples))
             self.flying.update(frames)
         return len(frames)
 

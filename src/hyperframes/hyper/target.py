@@ -193,9 +193,8 @@ class TargetReuse:
         comes in (while the stage takes it, and the decoder decodes more); count the
         calls."""
         started = self._waves.start(
-            self._held, self.rows, compute, planned=list(planned), refined=list(refined),
-            samples=samples or {},
-        )  # fmt: skip
+            self._held, self.rows, compute, planned=planned, refined=refined, samples=samples or {}
+        )
         with self._lock:
             self.calls += started
             self.refined += len(refined)
@@ -242,9 +241,7 @@ class TargetReuse:
 
     def _hand_on(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         """Every batch whose frames are all settled and sampled, with nothing computing."""
-        ready = (
-            min(self._sampled_to, *self._waves.flying) if self._waves.flying else self._sampled_to
-        )
+        ready = min([self._sampled_to, *self._waves.flying])
         decided = []
         while (
             self._held.batches
