@@ -11,7 +11,7 @@ import pytest
 from hyperframes import Pipeline
 from hyperframes.engine.figures import TargetFigures
 from hyperframes.hyper.agree import agreement
-from hyperframes.hyper.target import REACH, held
+from hyperframes.hyper.target import REACH, TargetReuse, held
 
 
 def scenes(n: int = 400, size: int = 32, seed: int = 1) -> tuple[np.ndarray, list[int]]:
@@ -184,6 +184,44 @@ def test_changes_seen_before_the_frames_were_handed_on_still_count_near_a_stretc
     assert len(stretches._past) <= NEAR + 1
 
 
+def test_a_flickering_start_is_not_paid_for_in_every_later_frame_of_a_long_run():
+    """300 frames whose answer flickers, then 1500 whose answer never changes: the rate
+    of wrong answers that sets the sampling floor fades with the frames, so the still
+    part is sampled as a still run is (before: 232 calls after frame 600, now 68)."""
+    n = 1800
+    frames = numbered(n)
+    truth = np.zeros(n, bool)
+    truth[:300] = np.random.default_rng(0).random(300) < 0.3
+    seen: list[int] = []
+
+    def answer(frame: np.ndarray) -> bool:
+        seen.append(number_of(frame))
+        return bool(truth[seen[-1]])
+
+    answers, _ = run_target(frames, Counted(answer), target=0.9, batch_size=16)
+    assert np.mean([a == t for a, t in zip(answers, truth, strict=True)]) >= 0.9
+    assert sum(k >= 600 for k in seen) < 120
+
+
+def test_runs_of_another_answer_hidden_far_from_computed_frames_are_sampled_for(monkeypatch):
+    """A long run the thumbnails see as still, with 4 runs of 40 frames of another
+    answer: a frame far from the frame whose answer it shares is sampled more, so the
+    target holds on every seed (before, one of 8 met 0.943 at 0.95)."""
+    n = 1600
+    frames = numbered(n)
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        truth = np.zeros(n, bool)
+        for start in range(100, n, 400):
+            k = start + int(rng.integers(0, 200))
+            truth[k : k + 40] = True
+        fn = Counted(lambda f, t=truth: bool(t[number_of(f)]))
+        monkeypatch.setitem(TargetReuse.__init__.__kwdefaults__, "seed", seed)  # the sample's
+        answers, _ = run_target(frames, fn, target=0.95, batch_size=16)
+        accuracy = float(np.mean([a == t for a, t in zip(answers, truth, strict=True)]))
+        assert accuracy >= 0.95, (seed, accuracy)
+
+
 def test_a_pan_whose_answers_churn_is_not_computed_frame_by_frame_for_its_motion():
     """A camera that pans while the answers change every few frames: the frames planned
     for their motion keep finding changed answers, but that teaches ``reach`` nothing
@@ -208,13 +246,13 @@ def test_a_pan_whose_answers_churn_is_not_computed_frame_by_frame_for_its_motion
 
 def test_a_target_the_output_falls_short_of_is_said_in_the_report():
     """Answers that flicker on frames that look alike, in a stretch the samples find late:
-    the output falls short of the target (0.88 here), and the run's report warns (its
+    the output falls short of the target (0.945 here), and the run's report warns (its
     table, JSON and ``warnings``) that the agreement measured is under it; an answer that
     holds gives no warning."""
     n = 400
     frames = numbered(n)
     truth = np.zeros(n, bool)
-    truth[150:300] = np.random.default_rng(1).random(150) < 0.4
+    truth[150:300] = np.random.default_rng(1).random(150) < 0.5
     flickers = lambda f: bool(truth[number_of(f)])  # noqa: E731
     for answer, short in ((flickers, True), (lambda f: 1, False)):
         report = (

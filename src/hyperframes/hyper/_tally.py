@@ -24,10 +24,27 @@ PRIOR, PRIOR_WRONG = 4.0, 0.02
 
 
 class Tally:
-    """Weighted agreement scores in [0, 1] (not thread-safe: its owner locks)."""
+    """Weighted agreement scores in [0, 1] (not thread-safe: its owner locks).
 
-    def __init__(self) -> None:
+    Args:
+        memory: frames over which a sample's weight fades to 1/e (:meth:`age`); by
+            default none fades: the tally of a whole run.
+    """
+
+    def __init__(self, memory: float = math.inf) -> None:
         self.weight = self.weighted = self._weight_sq = 0.0
+        self.memory = memory
+        self._at = 0  # the position the samples were last aged to
+
+    def age(self, at: int) -> None:
+        """Fade the samples as the stream went on to position ``at``: where answers went
+        wrong long ago says little of now (a long input holds many shots)."""
+        if at > self._at and self.memory < math.inf:
+            keep = math.exp(-(at - self._at) / self.memory)
+            self.weight *= keep
+            self.weighted *= keep
+            self._weight_sq *= keep * keep
+        self._at = max(self._at, at)
 
     def add(self, score: float, *, weight: float) -> None:
         self.weight += weight

@@ -95,6 +95,9 @@ HOLD = 6
 beyond, it waits for what computes, and then shares the answers before the oldest batch."""
 RECENT = 0.25
 """Weight of the newest sample in the running agreement that gates growth."""
+MEMORY = 256
+"""Frames over which a sample fades to 1/e in the rate of wrong answers that sets the
+sampling floor: a flickering shot early in a long input is not paid for in every later one."""
 
 
 class TargetReuse:
@@ -134,6 +137,7 @@ class TargetReuse:
         self._lock = threading.Lock()  # summary() is read by monitors on other threads
         self.frames = self.calls = self.verified = self.refined = 0
         self._tally = Tally()  # the verified samples, weighted
+        self._lately = Tally(memory=MEMORY)  # the same, fading: the sampling floor's
         self._held = HeldFrames()  # the batches, thumbnails and answers held, by position
         self._recent = 1.0  # running agreement of the latest samples
         self._stretches = Stretches()  # excursions found, stretches left as they are
@@ -252,8 +256,10 @@ class TargetReuse:
 
     def _verified(self, scored: list[tuple[float, Sample]]) -> None:
         """Learn from the samples, each scored against the answer it would have shared."""
+        self._lately.age(self._held.seen)
         for score, sample in scored:
             self._stretches.learn(sample.guess, score)
+            self._lately.add(score, weight=sample.weight)
         with self._lock:
             self.verified += len(scored)
             for score, sample in scored:
@@ -351,19 +357,21 @@ class TargetReuse:
 
     def _sample(self, shared: list[int]) -> dict[int, Sample]:
         """Shared frames to verify, each with its weight in the estimate: drawn at the
-        tally's rate, raised by how far each moved from its answer's frame, never below
-        the floor the measured rate of wrong answers sets (see ``hyper._tally``). Each
+        tally's rate, raised by how far each moved from its answer's frame and by how many
+        frames it lies from it (beyond ``SPAN``), never below the floor that the rate of
+        wrong answers measured lately (:data:`MEMORY`) sets (see ``hyper._tally``). Each
         keeps the answer it shares now, and what :func:`hidden` guesses of its stretch,
         for its score to test."""
         chosen: dict[int, Sample] = {}
-        reach, rate, floor = self.reach, self._tally.rate(), self._tally.floor(self._budget)
+        reach, rate, floor = self.reach, self._tally.rate(), self._lately.floor(self._budget)
         ends, scores, changed = self._stretches.compare(self._held.answers, self.agree, self.target)
         for i in shared:
             source = self._held.source(i)
             if source is None:
                 continue
             moved = change(self._held.looks[i], self._held.looks[source])
-            p = max(floor, min(0.5, rate * (1 + 2 * moved / reach)))
+            far = max(1.0, abs(i - source) / SPAN)  # answers change unseen with time too
+            p = max(floor, min(0.5, rate * far * (1 + 2 * moved / reach)))
             if self._rng.random() < p:
                 k = bisect.bisect(ends, i)  # its stretch: ends[k - 1], ends[k]
                 agreeing = 0 < k < len(ends) and scores[ends[k - 1]] >= self.target
