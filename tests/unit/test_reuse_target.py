@@ -49,6 +49,19 @@ def number_of(frame: np.ndarray) -> int:
     return int(frame[0, 0, 0]) + 256 * int(frame[1, 0, 0])
 
 
+def hidden_runs(
+    n: int, seed: int, *, starts: range, within: tuple[int, int], length: int
+) -> np.ndarray:
+    """``n`` answers, False but for a run of ``length`` True ones at a random offset
+    (``within``, drawn with ``seed``) after each of ``starts``."""
+    rng = np.random.default_rng(seed)
+    truth = np.zeros(n, bool)
+    for start in starts:
+        k = start + int(rng.integers(*within))
+        truth[k : k + length] = True
+    return truth
+
+
 class Counted:
     """A per-frame function of the frame's pixels, counting its calls (thread-safe)."""
 
@@ -124,11 +137,7 @@ def test_the_agreement_reported_is_measured_as_if_no_frame_had_been_sampled():
     frames = numbered(n)
     over = []
     for seed in range(8):
-        rng = np.random.default_rng(seed)
-        truth = np.zeros(n, bool)
-        for start in range(0, n, 40):
-            k = start + int(rng.integers(5, 28))
-            truth[k : k + 8] = True
+        truth = hidden_runs(n, seed, starts=range(0, n, 40), within=(5, 28), length=8)
         fn = Counted(lambda f, t=truth: bool(t[number_of(f)]))
         answers, figures = run_target(frames, fn, target=0.9, batch_size=16)
         accuracy = float(np.mean([a == t for a, t in zip(answers, truth, strict=True)]))
@@ -210,11 +219,7 @@ def test_runs_of_another_answer_hidden_far_from_computed_frames_are_sampled_for(
     n = 1600
     frames = numbered(n)
     for seed in range(8):
-        rng = np.random.default_rng(seed)
-        truth = np.zeros(n, bool)
-        for start in range(100, n, 400):
-            k = start + int(rng.integers(0, 200))
-            truth[k : k + 40] = True
+        truth = hidden_runs(n, seed, starts=range(100, n, 400), within=(0, 200), length=40)
         fn = Counted(lambda f, t=truth: bool(t[number_of(f)]))
         monkeypatch.setitem(TargetReuse.__init__.__kwdefaults__, "seed", seed)  # the sample's
         answers, _ = run_target(frames, fn, target=0.95, batch_size=16)
