@@ -95,9 +95,14 @@ HOLD = 6
 beyond, it waits for what computes, and then shares the answers before the oldest batch."""
 RECENT = 0.25
 """Weight of the newest sample in the running agreement that gates growth."""
-MEMORY = 256
+MEMORY = 64
 """Frames over which a sample fades to 1/e in the rate of wrong answers that sets the
-sampling floor: a flickering shot early in a long input is not paid for in every later one."""
+sampling floor: a flickering shot early in a long input is not paid for in every later one
+(nor, for long, in the still frames right after it)."""
+FAR = 4.0
+"""The most that lying far from its answer's frame (in :data:`SPAN` units) raises a shared
+frame's odds of being sampled: past it, a long still shot would pay for its span in samples
+(the cost of a stretch's samples grows with the square of its length)."""
 
 
 class TargetReuse:
@@ -358,8 +363,9 @@ class TargetReuse:
     def _sample(self, shared: list[int]) -> dict[int, Sample]:
         """Shared frames to verify, each with its weight in the estimate: drawn at the
         tally's rate, raised by how far each moved from its answer's frame and by how many
-        frames it lies from it (beyond ``SPAN``), never below the floor that the rate of
-        wrong answers measured lately (:data:`MEMORY`) sets (see ``hyper._tally``). Each
+        frames it lies from it (beyond ``SPAN``, up to :data:`FAR` times), never below the
+        floor that the rate of wrong answers measured lately (:data:`MEMORY`) sets (see
+        ``hyper._tally``). Each
         keeps the answer it shares now, and what :func:`hidden` guesses of its stretch,
         for its score to test."""
         chosen: dict[int, Sample] = {}
@@ -370,7 +376,7 @@ class TargetReuse:
             if source is None:
                 continue
             moved = change(self._held.looks[i], self._held.looks[source])
-            far = max(1.0, abs(i - source) / SPAN)  # answers change unseen with time too
+            far = max(1.0, min(FAR, abs(i - source) / SPAN))  # answers change with time too
             p = max(floor, min(0.5, rate * far * (1 + 2 * moved / reach)))
             if self._rng.random() < p:
                 k = bisect.bisect(ends, i)  # its stretch: ends[k - 1], ends[k]
