@@ -365,9 +365,8 @@ class TargetReuse:
         tally's rate, raised by how far each moved from its answer's frame and by how many
         frames it lies from it (beyond ``SPAN``, up to :data:`FAR` times), never below the
         floor that the rate of wrong answers measured lately (:data:`MEMORY`) sets (see
-        ``hyper._tally``). Each
-        keeps the answer it shares now, and what :func:`hidden` guesses of its stretch,
-        for its score to test."""
+        ``hyper._tally``). Each keeps the answer it shares now, and what :func:`hidden`
+        guesses of its stretch, for its score to test."""
         chosen: dict[int, Sample] = {}
         reach, rate, floor = self.reach, self._tally.rate(), self._lately.floor(self._budget)
         ends, scores, changed = self._stretches.compare(self._held.answers, self.agree, self.target)
