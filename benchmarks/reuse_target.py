@@ -25,13 +25,21 @@ prints the speed-up against the one its call count allows (the goal: >= 0.8x). A
 run computes the frames ours computed, known in advance, in a plain pipeline: what is
 left when no decision is made online (decoding, start-up, batches of uneven work).
 
+At the end, ours against what a user can deploy without the answers: one interval, or one
+differencing feature and threshold, for every pair run (the best such setting with
+hindsight over the pairs, not per pair). ``--limits`` prints where no online rule can
+match the per-pair hindsight interval: where it computes one frame of a clip, a rule that
+matches it must pick that one frame from the pixels alone, and at a *trap* the answer is
+exactly that of another detector on the same clip whose shared answer misses the target
+(see :func:`indistinguishable`).
+
 ``montage`` is every clip one after the other at 640x360 (1662 frames, made once into
 ``--cache``): a long input of many shots, where what was learned on one shot must not
 be paid for in the next.
 
 Needs OpenCV 4.x (Haar, HOG) and facenet-pytorch (MTCNN); see ``detectors.py``.
 
-Run:  python benchmarks/reuse_target.py [--pairs carphone:haar-face,...] [--time]
+Run:  python benchmarks/reuse_target.py [--pairs carphone:haar-face,...] [--time] [--limits]
 """
 
 from __future__ import annotations
@@ -198,30 +206,125 @@ def features(frames: np.ndarray) -> dict[str, np.ndarray]:
     return {"pixel": grey.astype(np.int16), "edge": edges}
 
 
-def differencing_masks(frames: np.ndarray) -> Callable[[], list[np.ndarray]]:
-    feats = features(frames)
+def distance(feats: dict[str, np.ndarray], kind: str, a: int, b: int) -> float:
+    """How far frame ``b`` moved from frame ``a`` by one of :func:`features`."""
+    x, y = feats[kind][a], feats[kind][b]
+    if kind == "pixel":
+        return float((np.abs(x - y) > 20).mean())
+    return float(abs(x.mean() - y.mean()) + (x != y).mean())
 
-    def distance(kind: str, a: int, b: int) -> float:
-        x, y = feats[kind][a], feats[kind][b]
-        if kind == "pixel":
-            return float((np.abs(x - y) > 20).mean())
-        return float(abs(x.mean() - y.mean()) + (x != y).mean())
+
+def differencing_mask(feats: dict[str, np.ndarray], kind: str, threshold: float) -> np.ndarray:
+    """The frames computed when a frame is computed once it moved more than ``threshold``
+    from the last computed frame."""
+    n = len(feats[kind])
+    mask, last = np.zeros(n, bool), 0
+    mask[0] = True
+    for i in range(1, n):
+        if distance(feats, kind, last, i) > threshold:
+            mask[i], last = True, i
+    return mask
+
+
+def differencing_masks(frames: np.ndarray) -> Callable[[], list[np.ndarray]]:
+    """Each feature at thresholds spread over the quantiles of this clip's own steps."""
+    feats = features(frames)
 
     def masks() -> list[np.ndarray]:
         out = []
-        n = len(frames)
         for kind in feats:
-            adjacent = [distance(kind, i - 1, i) for i in range(1, n)]
+            adjacent = [distance(feats, kind, i - 1, i) for i in range(1, len(frames))]
             for t in np.unique(np.quantile([*adjacent, 0.0], np.linspace(0, 1, 60))):
-                mask, last = np.zeros(n, bool), 0
-                mask[0] = True
-                for i in range(1, n):
-                    if distance(kind, last, i) > t:
-                        mask[i], last = True, i
-                out.append(mask)
+                out.append(differencing_mask(feats, kind, t))
         return out
 
     return masks
+
+
+# -- what a user can deploy: one setting for every clip ----------------------------------
+
+KS = sorted({round(k) for k in np.geomspace(1, 300, 40)})
+"""The intervals tried as one setting for every pair."""
+LEVELS = (0.0, *np.geomspace(1e-3, 0.9, 39))
+"""The differencing thresholds tried as one setting for every pair (each feature's units)."""
+
+
+def fixed_settings(frames: np.ndarray, truth: Sequence[np.ndarray]) -> dict[str, tuple]:
+    """(filtered, accuracy) on one pair of each setting chosen without its answers: every
+    interval of :data:`KS`, each differencing feature at each of :data:`LEVELS`. A user
+    who runs a detector over videos not yet seen picks one such setting for all."""
+    n = len(frames)
+    masks = {f"interval k={k}": np.arange(n) % k == 0 for k in KS}
+    feats = features(frames)
+    for kind in feats:
+        for t in LEVELS:
+            masks[f"{kind} > {t:.3g}"] = differencing_mask(feats, kind, t)
+    return {
+        name: (1 - float(mask.mean()), accuracy(reuse_last(mask, truth), truth))
+        for name, mask in masks.items()
+    }
+
+
+def deployable(
+    settings: dict[str, dict[str, tuple]], ours: dict[str, tuple[float, float]], target: float
+) -> None:
+    """Print, for ``target``, ours against the best one setting for every pair: of the
+    intervals and of the differencing settings, the one that filters most among those
+    meeting the target on as many pairs as ours, and the one meeting it on the most."""
+    pairs = list(ours)
+    met = sum(acc >= target for _, acc in ours.values())
+    mean = float(np.mean([f for f, _ in ours.values()]))
+    print(
+        f"T {target:.2f}, one setting for all {len(pairs)} pairs: ours met {met}, "
+        f"{mean:.3f} filtered on average"
+    )
+    for family in ("interval", "differencing"):
+        rows = []
+        for name in settings[pairs[0]]:
+            if name.startswith("interval") != (family == "interval"):
+                continue
+            got = [settings[p][name] for p in pairs]
+            rows.append(
+                (sum(acc >= target for _, acc in got), float(np.mean([f for f, _ in got])), name)
+            )
+        as_many = [r for r in rows if r[0] >= met]
+        most = max(rows)
+        if as_many:
+            n, f, name = max(as_many, key=lambda r: r[1])
+            print(f"  best {family} meeting it on >= {met}: {name}: met {n}, {f:.3f} filtered")
+        else:
+            print(f"  no {family} setting meets it on {met} pairs")
+        print(f"  {family} meeting it on the most pairs: {most[2]}: met {most[0]}, {most[1]:.3f}")
+
+
+def indistinguishable(truths: dict[str, dict[str, Sequence[np.ndarray]]], target: float) -> None:
+    """Print where no online rule can match the hindsight interval. Where the best
+    interval computes one frame of a clip for one detector, a rule that matches it makes
+    one call there, at a frame it picks before any answer, so from the pixels alone: the
+    same frame for every detector on that clip. A frame is a trap if sharing its answer
+    misses ``target`` for this detector, or for another whose answer there is exactly the
+    same (the rule sees the same, so it stops there too). Where every frame is a trap, no
+    rule, however it picks, matches the interval on every pair."""
+    for clip, by_name in truths.items():
+        for name, truth in by_name.items():
+            n = len(truth)
+            if len(by_name) < 2 or best(partial(interval_masks, n), truth, target)[0] < 1 - 1.5 / n:
+                continue  # no other detector, or the best interval computes more than one frame
+            misses = {o: {} for o in by_name}  # detector -> answer's bytes -> shared, misses?
+            trapped = 0
+            for i in range(n):
+                for other, t in by_name.items():
+                    same = np.array_equal(t[i], truth[i]) and t[i].shape == truth[i].shape
+                    key = t[i].tobytes()
+                    if same and key not in misses[other]:
+                        misses[other][key] = accuracy([t[i]] * n, t) < target
+                    if same and misses[other][key]:
+                        trapped += 1
+                        break
+            print(
+                f"T {target:.2f} {clip}: the best interval on {name} computes 1 frame of {n}; "
+                f"{trapped} of the {n} are traps (detectors: {', '.join(by_name)})"
+            )
 
 
 def oracle(truth: Sequence[np.ndarray], target: float) -> float:
@@ -359,6 +462,11 @@ def main() -> None:
     ap.add_argument(
         "--seeds", type=int, default=1, help="runs of ours, each with its own verification sample"
     )
+    ap.add_argument(
+        "--limits",
+        action="store_true",
+        help="also print where no online rule can match the hindsight interval",
+    )
     args = ap.parse_args()
     cv2.setNumThreads(1)
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -368,6 +476,9 @@ def main() -> None:
         f"{'vs orc':>7}  bound   held"
     )
     totals = {"rows": 0, "met": 0, "runs": 0, "interval": 0, "diff": 0, "oracle": 0}
+    truths: dict[str, dict[str, Sequence[np.ndarray]]] = {}
+    settings: dict[str, dict[str, tuple]] = {}  # pair -> setting -> (filtered, accuracy)
+    ours_by_target: dict[float, dict[str, tuple[float, float]]] = {t: {} for t in TARGETS}
     for pair in args.pairs.split(","):
         clip, name = pair.split(":")
         path = clip_path(clip, args.cache)
@@ -382,10 +493,13 @@ def main() -> None:
             det = DETECTORS[name]()
             truth = [det(f[None])[0] for f in frames]
             cached.write_bytes(pickle.dumps(truth))
+        truths.setdefault(clip, {})[name] = truth
+        settings[pair] = fixed_settings(frames, truth)
         diff = differencing_masks(frames)
         for target in TARGETS:
             seeded = [ours(frames, truth, target, seed) for seed in range(args.seeds)]
             ours_f, ours_acc, figures = seeded[0]
+            ours_by_target[target][pair] = (ours_f, ours_acc)
             met = sum(acc >= target for _, acc, _ in seeded)
             totals["rows"] += 1
             totals["met"] += met
@@ -442,6 +556,12 @@ def main() -> None:
         f"{totals['rows']} rows ours filtered >= the best interval on {totals['interval']}, "
         f">= the best differencing on {totals['diff']}, >= 0.8x the oracle on {totals['oracle']}"
     )
+    for target in TARGETS:
+        if ours_by_target[target]:
+            deployable(settings, ours_by_target[target], target)
+    if args.limits:
+        for target in TARGETS:
+            indistinguishable(truths, target)
 
 
 if __name__ == "__main__":
