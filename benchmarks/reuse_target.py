@@ -241,6 +241,28 @@ def differencing_masks(frames: np.ndarray) -> Callable[[], list[np.ndarray]]:
     return masks
 
 
+def oracle(truth: Sequence[np.ndarray], target: float) -> float:
+    """The most frames any reuse-last schedule can skip while meeting ``target``, knowing
+    every answer: exact, by dynamic programming over the frames computed (frame 0 always)."""
+    n = len(truth)
+    # gain[c, d]: summed F1 of frames c..d-1 when frame c is computed and serves them
+    score = np.zeros((n, n + 1))
+    for c in range(n):
+        row = [f1(truth[c], truth[i]) for i in range(c, n)]
+        score[c, c + 1 :] = np.cumsum(row)
+    need = target * n - 1e-9
+    best = score[:, n].copy()  # best[c]: frame c computed last, serving to the end
+    for calls in range(1, n + 1):
+        if best[0] >= need:
+            return 1 - calls / n
+        # one more call: frame c computed, next computed frame d > c
+        ahead = np.full(n, -np.inf)
+        for c in range(n - 1):
+            ahead[c] = np.max(score[c, c + 1 : n] + best[c + 1 :])
+        best = np.maximum(best, ahead)
+    return 0.0
+
+
 # -- what a user can deploy: one setting for every clip ----------------------------------
 
 KS = sorted({round(k) for k in np.geomspace(1, 300, 40)})
@@ -314,7 +336,7 @@ def indistinguishable(truths: dict[str, dict[str, Sequence[np.ndarray]]], target
             trapped = 0
             for i in range(n):
                 for other, t in by_name.items():
-                    same = np.array_equal(t[i], truth[i]) and t[i].shape == truth[i].shape
+                    same = np.array_equal(t[i], truth[i])
                     key = t[i].tobytes()
                     if same and key not in misses[other]:
                         misses[other][key] = accuracy([t[i]] * n, t) < target
@@ -325,28 +347,6 @@ def indistinguishable(truths: dict[str, dict[str, Sequence[np.ndarray]]], target
                 f"T {target:.2f} {clip}: the best interval on {name} computes 1 frame of {n}; "
                 f"{trapped} of the {n} are traps (detectors: {', '.join(by_name)})"
             )
-
-
-def oracle(truth: Sequence[np.ndarray], target: float) -> float:
-    """The most frames any reuse-last schedule can skip while meeting ``target``, knowing
-    every answer: exact, by dynamic programming over the frames computed (frame 0 always)."""
-    n = len(truth)
-    # gain[c, d]: summed F1 of frames c..d-1 when frame c is computed and serves them
-    score = np.zeros((n, n + 1))
-    for c in range(n):
-        row = [f1(truth[c], truth[i]) for i in range(c, n)]
-        score[c, c + 1 :] = np.cumsum(row)
-    need = target * n - 1e-9
-    best = score[:, n].copy()  # best[c]: frame c computed last, serving to the end
-    for calls in range(1, n + 1):
-        if best[0] >= need:
-            return 1 - calls / n
-        # one more call: frame c computed, next computed frame d > c
-        ahead = np.full(n, -np.inf)
-        for c in range(n - 1):
-            ahead[c] = np.max(score[c, c + 1 : n] + best[c + 1 :])
-        best = np.maximum(best, ahead)
-    return 0.0
 
 
 # -- ours --------------------------------------------------------------------------------
