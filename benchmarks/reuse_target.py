@@ -195,8 +195,13 @@ def best(
     return found
 
 
+def interval_mask(n: int, k: int) -> np.ndarray:
+    """Every ``k``-th of ``n`` frames computed."""
+    return np.arange(n) % k == 0
+
+
 def interval_masks(n: int) -> list[np.ndarray]:
-    return [np.arange(n) % k == 0 for k in range(1, min(n, 300) + 1)]
+    return [interval_mask(n, k) for k in range(1, min(n, 300) + 1)]
 
 
 def features(frames: np.ndarray) -> dict[str, np.ndarray]:
@@ -226,14 +231,14 @@ def differencing_mask(feats: dict[str, np.ndarray], kind: str, threshold: float)
     return mask
 
 
-def differencing_masks(frames: np.ndarray) -> Callable[[], list[np.ndarray]]:
+def differencing_masks(feats: dict[str, np.ndarray]) -> Callable[[], list[np.ndarray]]:
     """Each feature at thresholds spread over the quantiles of this clip's own steps."""
-    feats = features(frames)
 
     def masks() -> list[np.ndarray]:
         out = []
         for kind in feats:
-            adjacent = [distance(feats, kind, i - 1, i) for i in range(1, len(frames))]
+            n = len(feats[kind])
+            adjacent = [distance(feats, kind, i - 1, i) for i in range(1, n)]
             for t in np.unique(np.quantile([*adjacent, 0.0], np.linspace(0, 1, 60))):
                 out.append(differencing_mask(feats, kind, t))
         return out
@@ -271,13 +276,14 @@ LEVELS = (0.0, *np.geomspace(1e-3, 0.9, 39))
 """The differencing thresholds tried as one setting for every pair (each feature's units)."""
 
 
-def fixed_settings(frames: np.ndarray, truth: Sequence[np.ndarray]) -> dict[str, tuple]:
+def fixed_settings(
+    feats: dict[str, np.ndarray], truth: Sequence[np.ndarray]
+) -> dict[str, tuple[float, float]]:
     """(filtered, accuracy) on one pair of each setting chosen without its answers: every
-    interval of :data:`KS`, each differencing feature at each of :data:`LEVELS`. A user
-    who runs a detector over videos not yet seen picks one such setting for all."""
-    n = len(frames)
-    masks = {f"interval k={k}": np.arange(n) % k == 0 for k in KS}
-    feats = features(frames)
+    interval of :data:`KS`, each differencing feature (``feats``, of :func:`features`) at
+    each of :data:`LEVELS`. A user who runs a detector over videos not yet seen picks one
+    such setting for all."""
+    masks = {f"interval k={k}": interval_mask(len(truth), k) for k in KS}
     for kind in feats:
         for t in LEVELS:
             masks[f"{kind} > {t:.3g}"] = differencing_mask(feats, kind, t)
@@ -288,7 +294,9 @@ def fixed_settings(frames: np.ndarray, truth: Sequence[np.ndarray]) -> dict[str,
 
 
 def deployable(
-    settings: dict[str, dict[str, tuple]], ours: dict[str, tuple[float, float]], target: float
+    settings: dict[str, dict[str, tuple[float, float]]],
+    ours: dict[str, tuple[float, float]],
+    target: float,
 ) -> None:
     """Print, for ``target``, ours against the best one setting for every pair: of the
     intervals and of the differencing settings, the one that filters most among those
@@ -332,15 +340,16 @@ def indistinguishable(truths: dict[str, dict[str, Sequence[np.ndarray]]], target
             n = len(truth)
             if len(by_name) < 2 or best(partial(interval_masks, n), truth, target)[0] < 1 - 1.5 / n:
                 continue  # no other detector, or the best interval computes more than one frame
-            misses = {o: {} for o in by_name}  # detector -> answer's bytes -> shared, misses?
+            misses: dict[tuple[str, bytes], bool] = {}  # (detector, answer): shared, misses?
             trapped = 0
             for i in range(n):
                 for other, t in by_name.items():
-                    same = np.array_equal(t[i], truth[i])
-                    key = t[i].tobytes()
-                    if same and key not in misses[other]:
-                        misses[other][key] = accuracy([t[i]] * n, t) < target
-                    if same and misses[other][key]:
+                    if not np.array_equal(t[i], truth[i]):
+                        continue  # the rule would see another answer here
+                    key = (other, t[i].tobytes())
+                    if key not in misses:
+                        misses[key] = accuracy([t[i]] * n, t) < target
+                    if misses[key]:
                         trapped += 1
                         break
             print(
@@ -477,7 +486,7 @@ def main() -> None:
     )
     totals = {"rows": 0, "met": 0, "runs": 0, "interval": 0, "diff": 0, "oracle": 0}
     truths: dict[str, dict[str, Sequence[np.ndarray]]] = {}
-    settings: dict[str, dict[str, tuple]] = {}  # pair -> setting -> (filtered, accuracy)
+    settings: dict[str, dict[str, tuple[float, float]]] = {}  # pair -> setting -> figures
     ours_by_target: dict[float, dict[str, tuple[float, float]]] = {t: {} for t in TARGETS}
     for pair in args.pairs.split(","):
         clip, name = pair.split(":")
@@ -494,8 +503,9 @@ def main() -> None:
             truth = [det(f[None])[0] for f in frames]
             cached.write_bytes(pickle.dumps(truth))
         truths.setdefault(clip, {})[name] = truth
-        settings[pair] = fixed_settings(frames, truth)
-        diff = differencing_masks(frames)
+        feats = features(frames)
+        settings[pair] = fixed_settings(feats, truth)
+        diff = differencing_masks(feats)
         for target in TARGETS:
             seeded = [ours(frames, truth, target, seed) for seed in range(args.seeds)]
             ours_f, ours_acc, figures = seeded[0]
