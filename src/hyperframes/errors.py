@@ -11,6 +11,7 @@ matching built-in, so ``except ValueError`` keeps working::
     ├── CycleError(ValueError)        a task graph has a dependency cycle
     ├── PoolExhausted(TimeoutError)   no pool slot came free in time; says who holds them
     ├── Cancelled(RuntimeError)       internal: wakes waiters when a run stops
+    ├── UserExit(RuntimeError)        user code called sys.exit() or raised KeyboardInterrupt
     ├── MediaError(ValueError)        a file that cannot be read or written as media
     │   └── CorruptFrame              a frame that cannot be decoded (with its index)
     └── StoreError(ValueError)        a hyperframe store that cannot be used
@@ -61,6 +62,28 @@ class PoolExhausted(HyperframesError, TimeoutError):
 
 class Cancelled(HyperframesError, RuntimeError):
     """The pipeline was stopped while this call waited (internal signal)."""
+
+
+class UserExit(HyperframesError, RuntimeError):
+    """User code inside a run raised ``SystemExit`` (``sys.exit()``) or, off the main
+    thread, ``KeyboardInterrupt``: an error of the run, not the end of the program."""
+
+
+def as_run_error(exc: BaseException, *, main_thread: bool) -> BaseException:
+    """``exc`` as the run's error: a ``SystemExit`` from user code, or a
+    ``KeyboardInterrupt`` raised where no signal can raise one (off the main thread), as a
+    :class:`UserExit` that keeps its notes; anything else as it is."""
+    if isinstance(exc, SystemExit):
+        what = f"called sys.exit({exc.code!r})"
+    elif isinstance(exc, KeyboardInterrupt) and not main_thread:
+        what = "raised KeyboardInterrupt"
+    else:
+        return exc
+    error = UserExit(f"the function {what} inside the run; raise an exception to fail a frame")
+    for note in getattr(exc, "__notes__", []):
+        error.add_note(note)
+    error.__cause__ = exc
+    return error
 
 
 class MediaError(HyperframesError, ValueError):

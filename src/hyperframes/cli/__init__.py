@@ -18,8 +18,8 @@ from types import FrameType
 
 from .._version import __version__
 from . import analyze, bench, demo, doctor, map_job, render, store, tune, video, view
-from .common import UsageError, as_flags, fail
-from .paths import check_paths
+from .common import UsageError, as_flags, fail, stdout_fenced
+from .paths import absolute_paths, check_paths
 
 COMMANDS = (demo, video, render, map_job, analyze, store, view, tune, bench, doctor)
 
@@ -44,7 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        with signals_interrupt():
+        with signals_interrupt(), stdout_fenced(bool(getattr(args, "json", False))):
+            absolute_paths(args)
             check_paths(args)
             result: int = args.run(args)
             sys.stdout.flush()  # a closed pipe shows here, while it can still be handled

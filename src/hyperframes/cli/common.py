@@ -7,12 +7,13 @@ checks, the progress bar) is imported in the function that uses it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import sys
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from .. import RunReport
@@ -47,14 +48,34 @@ def fail(exc: BaseException, flags: Collection[str] = ()) -> int:
     """Print ``exc`` as one line on stderr (its notes after a semicolon) and return 1.
 
     Library messages name Python arguments (``pass overwrite=True``); where the command
-    has a flag of that name, the line names the flag instead (``pass --overwrite``).
+    has a flag of that name, the line names the flag instead (``pass --overwrite``). An
+    exception whose text cannot be made, or runs over lines, still gives one line; a
+    traceback that crossed from a worker process stays for ``--debug``.
     """
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    notes = [n for n in getattr(exc, "__notes__", []) if n]
+    message = _first_line(exc) or type(exc).__name__
+    notes = [
+        line
+        for note in getattr(exc, "__notes__", None) or []
+        if not str(note).startswith(REMOTE_TRACEBACK) and (line := _first_line(note))
+    ]
     where = f" ({'; '.join(notes)})" if notes else ""
     line = as_flags(f"{message}{where}", flags)
     print(f"hyperframes: error: {line}", file=sys.stderr)
     return 1
+
+
+REMOTE_TRACEBACK = "traceback in "
+"""How a note carrying a worker's traceback begins (:mod:`..executors._wire`)."""
+
+
+def _first_line(value: object) -> str:
+    """The first line of ``str(value)`` with text on it ("" when there is none, or when
+    ``str`` itself fails: the exception's type names it then)."""
+    try:
+        text = str(value)
+    except Exception:
+        return f"{type(value).__name__} (its message could not be shown)"
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 _KEYWORD = re.compile(
@@ -185,12 +206,52 @@ def progress_for(args: argparse.Namespace, label: str) -> ProgressBar:
     return ProgressBar(label=label, enabled=False if args.json else None)
 
 
+_REPORT_STREAM: list[TextIO] = []
+"""Where :func:`emit_report` writes while :func:`stdout_fenced` holds the real stdout."""
+
+
+@contextlib.contextmanager
+def stdout_fenced(enabled: bool) -> Iterator[None]:
+    """While the command runs, what anything else prints to stdout (the user's function,
+    a library, a worker process) goes to stderr, so that ``--json`` output stays JSON:
+    only :func:`emit_report` writes to the real stdout."""
+    if not enabled:
+        yield
+        return
+    original = sys.stdout
+    original.flush()
+    try:
+        fd = original.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None  # a stream of Python's own (a test's capture): swapping it is enough
+    saved = None
+    if fd is not None:
+        saved = os.dup(fd)
+        os.dup2(sys.stderr.fileno(), fd)
+        report: TextIO = os.fdopen(os.dup(saved), "w", encoding="utf-8")
+    else:
+        report = original
+    _REPORT_STREAM.append(report)
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout = original
+        _REPORT_STREAM.pop()
+        if saved is not None and fd is not None:
+            with contextlib.suppress(OSError):
+                report.close()
+            os.dup2(saved, fd)
+            os.close(saved)
+
+
 def emit_report(args: argparse.Namespace, report: RunReport, /, **extra: Any) -> None:
     """Print the run report: JSON on stdout with ``--json``, else the table."""
     if args.json:
         data = report.to_dict()
         data.update(extra)
-        print(json.dumps(data, default=str))
+        out = _REPORT_STREAM[-1] if _REPORT_STREAM else sys.stdout
+        print(json.dumps(data, default=str), file=out, flush=True)
     else:
         print(report)
         for key, value in extra.items():

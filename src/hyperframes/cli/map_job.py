@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--start", type=int, default=0, help="first frame index")
     p.add_argument("--stop", type=int, default=None, help="one past the last frame index")
     p.add_argument("--every", type=positive_int, default=1, help="only every K-th frame")
+    p.add_argument(
+        "--on-corrupt", choices=("fail", "skip"), default="fail",
+        help="a frame that cannot be decoded: fail with its index, or skip it (no row)",
+    )  # fmt: skip
     add_function_options(p)
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results file")
@@ -52,7 +58,7 @@ def run_map(args: argparse.Namespace) -> int:
     from .. import Pipeline
     from .._identity import code_identity
     from ..io.fingerprint import video_fingerprint
-    from ..io.results import ResultsSink, format_of, parts_folder, resume_point
+    from ..io.results import ResultsSink, format_of, parts_folder
     from ..io.video import VideoSource
     from ..models import PerWorker, load
     from .common import UsageError, emit_report
@@ -64,10 +70,6 @@ def run_map(args: argparse.Namespace) -> int:
     check_function_options(args)
     format_of(args.out)  # a suffix we write, before any work
     fn = load(args.function)
-    out = Path(args.out)
-    if args.resume and out.exists() and not parts_folder(out).exists():
-        print(f"{args.out} is complete; nothing to resume")
-        return 0
     build = functools.partial(
         answers_stage, fn=fn, workers=workers_of(args), reuse_target=args.reuse_target,
         agree=args.agree,
@@ -78,14 +80,15 @@ def run_map(args: argparse.Namespace) -> int:
         "input": video_fingerprint(args.input),
         "function": code_identity(fn),
         "options": {key: getattr(args, key) for key in
-                    ("size", "start", "stop", "every", "reuse_target", "agree")},
+                    ("size", "start", "stop", "every", "on_corrupt", "reuse_target", "agree")},
     }  # fmt: skip
-    start = args.start
-    if args.resume:  # the next frame of the sampling the first run began
-        done = resume_point(out)
-        if done > start:
-            start += -(-(done - start) // args.every) * args.every
-    source = VideoSource(args.input, start=start, stop=args.stop, size=args.size, step=args.every)
+    out = Path(args.out)
+    if args.resume and out.exists() and not any(parts_folder(out).glob("part-*")):
+        return _finished(out, job)
+    options = {"size": args.size, "step": args.every, "on_corrupt": args.on_corrupt}
+    source = _resumed_source(args, out, options) if args.resume else None
+    if source is None:
+        source = VideoSource(args.input, start=args.start, stop=args.stop, **options)
     sink = ResultsSink(out, values=["value"], job=job, resume=args.resume,
                        overwrite=args.overwrite)  # fmt: skip
     executor = executor_for(args)
@@ -96,7 +99,49 @@ def run_map(args: argparse.Namespace) -> int:
             progress=bar, monitor=watch, memory=args.memory, executor=executor
         ),
     )  # fmt: skip
+    if args.resume and args.reuse_target is not None and source.start > args.start:
+        report.extra.setdefault("sink", {})["resumed_from"] = source.start  # see the README
     emit_report(args, report, **written)
+    return 0
+
+
+def _resumed_source(args: argparse.Namespace, out: Path, options: dict[str, Any]) -> Any:
+    """The frames an interrupted run left to do: from the next frame of the sampling it
+    began, or none at all where its rows all reached the file (only the join is left)."""
+    from ..io.results import resume_point, rows_done
+    from ..io.video import VideoSource
+
+    done = resume_point(out)
+    if done <= args.start:
+        return None
+    start = args.start + -(-(done - args.start) // args.every) * args.every
+    whole = VideoSource(args.input, start=args.start, stop=args.stop, **options)
+    planned_end = None if whole.length is None else args.start + whole.length * args.every
+    if rows_done(out) or (planned_end is not None and start >= planned_end):
+        return VideoSource(args.input, start=args.start, stop=args.start, **options)
+    return VideoSource(args.input, start=start, stop=args.stop, **options)
+
+
+def _finished(out: Path, job: dict[str, Any]) -> int:
+    """``--resume`` on a finished results file: nothing to do when it is this job's, else
+    refused (a JSON Lines file keeps no record of its job, so it cannot be vouched for)."""
+    from ..io.results import ResumeRefused, job_of, parts_folder
+
+    recorded = job_of(out)
+    if recorded is None:
+        raise ResumeRefused(
+            f"{str(out)!r} is already complete and keeps no record of the job that made it "
+            "(a .jsonl file cannot); to compute it again pass --overwrite, or choose "
+            "another --out"
+        )
+    mine = {"format": recorded.get("format"), **job}
+    if json.loads(json.dumps(mine, default=str)) != recorded:
+        raise ResumeRefused(
+            f"{str(out)!r} is already complete, made by another job (input, function or "
+            "options differ); to replace it pass --overwrite, or choose another --out"
+        )
+    shutil.rmtree(parts_folder(out), ignore_errors=True)  # a join killed after it published
+    print(f"{out} is complete; nothing to resume")
     return 0
 
 

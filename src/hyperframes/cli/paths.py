@@ -16,6 +16,16 @@ from pathlib import Path
 SIDE_OUTPUTS = {"report": "--report", "plot": "--plot", "plot_dir": "--plot-dir"}
 
 
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Every path the command reads or writes as an absolute path, before any user code
+    runs: a function that changes the working folder cannot move them."""
+    names = [*getattr(args, "reads", ()), *getattr(args, "writes", ()), *SIDE_OUTPUTS]
+    for name in names:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value and "://" not in value:
+            setattr(args, name, os.path.abspath(value))
+
+
 def check_paths(args: argparse.Namespace) -> None:
     """Refuse, before any work, a command whose outputs would land on its inputs.
 

@@ -140,9 +140,17 @@ class RunReport:
     @property
     def warnings(self) -> list[str]:
         """What the run did not achieve that was asked of it: a stage whose accuracy
-        target its measured agreement fell short of."""
+        target its measured agreement fell short of; and what a part of the run had to do
+        that the user should know (``warnings`` in its figures: a results column kept as
+        text because its values mix kinds)."""
         short = ((name, shortfall(figures)) for name, figures in self.extra.items())
-        return [f"{name}: {text}" for name, text in short if text is not None]
+        told = [
+            f"{name}: {text}"
+            for name, figures in self.extra.items()
+            if isinstance(figures, dict)
+            for text in figures.get("warnings", ())
+        ]
+        return [f"{name}: {text}" for name, text in short if text is not None] + told
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every figure."""
@@ -174,7 +182,7 @@ class RunReport:
                 f"{s.wait_out_s:>9.2f}{queue:>9}"
             )
         for name, figures in self.extra.items():
-            shown = ", ".join(f"{k} {v}" for k, v in figures.items())
+            shown = ", ".join(f"{k} {v}" for k, v in figures.items() if k != "warnings")
             lines.append(f"{name}: {shown}")
         if self.failures:
             lines.append(

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Cancelled, FramesFailed, StageError
+from ..errors import Cancelled, FramesFailed, StageError, as_run_error
 from ..executors import Executor, ThreadExecutor
 from ..frames import Batch, FramePool, FrameSpec
 from ..io.base import Sink, Source
@@ -162,6 +162,8 @@ class Runner:
     # -- failure -------------------------------------------------------------------------
 
     def _fail(self, exc: BaseException) -> None:
+        main = threading.current_thread() is threading.main_thread()
+        exc = as_run_error(exc, main_thread=main)
         with self._error_lock:
             if self._error is None and not isinstance(exc, Cancelled):
                 self._error = exc

@@ -7,18 +7,32 @@ column per key), and under reuse ``computed`` (whether the function ran on that 
 ``answer_of`` (the frame whose answer it carries). The suffix chooses the format: ``.jsonl``
 (or ``.ndjson``) or ``.parquet`` (needs ``pyarrow``: the ``[parquet]`` extra).
 
-While the run goes, rows collect in memory up to :data:`PART_ROWS` rows or
-:data:`PART_SECONDS` seconds, then go to a part file in a folder beside the output,
-``.NAME.parts/``, each part written whole (temporary name, ``fsync``, rename), so memory
-stays flat whatever the length and a killed run keeps every part it finished. The folder
-also holds ``job.json`` (what the rows are of: input, function, options) and a lock that
-one run holds. At the end the parts are joined in order into the output, published like
-every output (temporary name, atomic rename), and the folder is removed.
+What a row may hold is checked at its frame: a value of a kind no results file holds (an
+object, bytes), or an answer key that names one of the file's own columns (``frame``,
+``time``, ``computed``, ``answer_of``), fails the run at that frame, naming the frame and
+the column, with every earlier row kept for a resume. Rows need not share their keys or
+kinds: Parquet columns are learned and widened (see :mod:`._rows_format`); JSON Lines
+writes ``inf`` and ``NaN`` as ``null``, Parquet keeps them as floats.
 
-An interrupted run's folder stays. :func:`resume_point` says where it stopped; a
-``ResultsSink(..., resume=True)`` with the same job continues it (a different job is refused
-with one line naming what differs), and the joined file equals an uninterrupted run's, row
-for row. Without ``resume``, a folder left by a killed run is refused unless ``overwrite``.
+While the run goes, rows collect in memory up to :data:`PART_ROWS` rows, the bytes the
+run's memory plan grants the sink, or :data:`PART_SECONDS` seconds, then go to a part file
+in a folder beside the output, ``.NAME.parts/``, each part written whole (temporary name,
+``fsync``, rename) with a record of its rows and checksum, so memory stays flat whatever
+the answers weigh and a killed run keeps every part it finished. The folder also holds
+``job.json`` (what the rows are of: input, function, options), a lock that one run holds,
+and, once every row is written, ``done.json``. Then the parts are joined in order into the
+output, published like every output, and the folder is removed. A JSON Lines join appends
+each part to the first and drops it (one part's extra space); a Parquet join writes the
+output beside the parts (the output's space). Either can be killed at any moment.
+
+An interrupted run's folder stays. :func:`resume_point` says where it stopped: after the
+last part whose record checks out (a part missing, cut short or changed is dropped with all
+after it, and recomputed). A ``ResultsSink(..., resume=True)`` with the same job continues
+it (a different job is refused with one line naming what differs; a run that starts before
+the frame the rows kept end at is refused too), and the joined file equals an
+uninterrupted run's, row for row. A run whose rows were all written finishes its join when
+resumed with no frames to compute. Without ``resume``, a folder left by a killed run is
+refused unless ``overwrite``.
 
 Example:
     >>> import json, tempfile
@@ -35,6 +49,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -46,30 +61,39 @@ import numpy as np
 
 from ..errors import HyperframesError
 from ..frames import FrameSpec
-from ._rows_format import join_parts, plain, write_rows
-from .base import Sink
-from .publish import (
-    check_output,
-    fsync_path,
-    lock_exclusive,
-    publish,
-    temp_beside,
-    write_output,
-)
+from ._rows_format import NotStorable, join_parquet, join_parts, json_line, plain, weight, write_rows
+from .base import Footprint, Sink
+from .publish import check_output, fsync_path, lock_exclusive, publish, temp_beside, write_output
 
 PART_ROWS = 4096
 """Rows a part holds at most."""
 PART_SECONDS = 30.0
 """Rows wait at most this long in memory before they go to a part (a killed run loses less)."""
+LEAST_BYTES = 4 << 20
+"""The least the sink holds outside the pools: rows waiting for their part, and their
+conversion when the part is written."""
+WANTS_BYTES = 64 << 20
+"""What it can use well: larger parts gain nothing."""
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+INDEX_COLUMNS = ("frame", "time", "computed", "answer_of")
+"""The file's own columns: no answer may be named so."""
 ENGINE_KEYS = frozenset({"pts", "hyperframe", "hf_pos", "hf_len", "distance", "answer_of"})
 """Meta keys the engine fills (not values of the user's function)."""
 JOB_FILE = "job.json"
 LOCK_FILE = "writer.lock"
+DONE_FILE = "done.json"
+JOINING = "joining.parquet"
+JOB_KEY = b"hyperframes.job"
+"""Where a Parquet output keeps the job that made it (key-value metadata)."""
 
 
 class ResumeRefused(HyperframesError, ValueError):
-    """A resume of results made by another job (input, function or options differ)."""
+    """A resume of results made by another job (input, function or options differ), or
+    of rows the run would duplicate."""
+
+
+class RowError(HyperframesError, ValueError):
+    """A frame's answer that the results file cannot hold."""
 
 
 def parts_folder(path: str | os.PathLike[str]) -> Path:
@@ -79,12 +103,32 @@ def parts_folder(path: str | os.PathLike[str]) -> Path:
 
 
 def resume_point(path: str | os.PathLike[str]) -> int:
-    """The frame index after the last one an interrupted run wrote to ``path`` (0 when
-    nothing was written)."""
-    parts = _parts(parts_folder(path), FORMATS.get(Path(path).suffix.lower(), ""))
-    if not parts:
-        return 0
-    return int(json.loads(parts[-1].with_suffix(".json").read_text())["next"])
+    """The frame index after the last one an interrupted run wrote to ``path`` and kept
+    intact (0 when nothing was)."""
+    kept = kept_parts(parts_folder(path), FORMATS.get(Path(path).suffix.lower(), ""))
+    return int(kept[-1][1]["next"]) if kept else 0
+
+
+def rows_done(path: str | os.PathLike[str]) -> bool:
+    """Whether an interrupted run wrote every row of ``path`` (only the join was left)."""
+    folder = parts_folder(path)
+    return (folder / DONE_FILE).is_file() and bool(
+        kept_parts(folder, FORMATS.get(Path(path).suffix.lower(), ""))
+    )
+
+
+def job_of(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The job recorded in a finished Parquet results file (``None``: none recorded, or a
+    JSON Lines file, which has no place for one)."""
+    if FORMATS.get(Path(path).suffix.lower()) != "parquet":
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+        return dict(json.loads(metadata[JOB_KEY]))
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
 
 
 def format_of(path: str | os.PathLike[str]) -> str:
@@ -106,21 +150,24 @@ def format_of(path: str | os.PathLike[str]) -> str:
     return FORMATS[suffix]
 
 
-def join_files(parts: list[Path], out: Path) -> None:
+def join_files(parts: list[Path], out: Path) -> list[str]:
     """Results files of one format, in order, into a new file ``out`` (chunked runs'
-    segments); memory: one part."""
-    join_parts(parts, out, format_of(out))
+    segments), columns widened to hold them all; memory: one part. Returns a line for
+    each column that became text."""
+    return join_parts(parts, out, format_of(out))
 
 
 class ResultsSink(Sink):
     """Writes each frame's values as one row of a JSON Lines or Parquet file.
 
     Args:
-        path: the output file; its suffix chooses the format.
+        path: the output file; its suffix chooses the format. Taken as an absolute path
+            when the sink is made (user code that changes the working folder later does not
+            move it).
         values: the meta keys to write (the ``into=`` names); by default every key that is
             not the engine's own.
         job: what the rows are of (input, function, options), recorded and compared on
-            resume; JSON values.
+            resume (and kept in a Parquet output's metadata); JSON values.
         resume: continue the rows an interrupted run left (same ``job``); the run must
             start at :func:`resume_point`.
         overwrite: replace an existing output, and a killed run's parts.
@@ -135,20 +182,38 @@ class ResultsSink(Sink):
         resume: bool = False,
         overwrite: bool = False,
     ) -> None:
-        self.path = Path(path)
+        self.path = Path(os.path.abspath(path))
         self.format = format_of(self.path)
         if resume and overwrite:
             raise ValueError("pass either resume (continue the rows) or overwrite, not both")
         check_output(self.path, overwrite=overwrite or resume)
+        reserved = sorted(set(values or ()) & set(INDEX_COLUMNS))
+        if reserved:
+            raise ValueError(
+                f"values named {reserved} would overwrite the results file's own columns "
+                f"({', '.join(INDEX_COLUMNS)}); give them another into= name"
+            )
         self.values = values
-        self.job = json.loads(json.dumps(job or {}, default=str))
+        self.job = json.loads(json.dumps({"format": self.format, **(job or {})}, default=str))
         self.resume, self.overwrite = resume, overwrite
         self.folder = parts_folder(self.path)
         self.rows_written = 0
-        self._rows: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self._rows: list[Any] = []
+        self._bytes = 0
+        self._limit = WANTS_BYTES // 2
         self._since = time.monotonic()
         self._lock: int | None = None
-        self._next = 0
+        self._parts = 0  # the number the next part takes
+        self._last: int | None = None  # the last frame written
+
+    def footprint(self, spec: FrameSpec, facts: dict[str, Any]) -> Footprint:
+        return Footprint("results", least=LEAST_BYTES, wants=WANTS_BYTES)
+
+    def grant(self, nbytes: int) -> None:
+        """Rows wait for their part up to half of ``nbytes``: writing a part converts them
+        (Parquet's columns, or the lines' bytes) while they are still held."""
+        self._limit = max(1, nbytes // 2)
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Take the parts folder (new, or the interrupted run's on resume)."""
@@ -157,15 +222,15 @@ class ResultsSink(Sink):
         self.folder.mkdir(exist_ok=True)
         self._take_lock()
         job_file = self.folder / JOB_FILE
-        parts = _parts(self.folder, self.format)
         if self.resume and job_file.is_file():
-            self._check_job(json.loads(job_file.read_text()))
-            self._next = resume_point(self.path)
-            self.rows_written = sum(
-                int(json.loads(p.with_suffix(".json").read_text())["rows"]) for p in parts
-            )
+            try:
+                self._check_job(json.loads(job_file.read_text()))
+                self._take_kept()
+            except BaseException:
+                self._unlock()
+                raise
             return
-        if parts and not self.overwrite:
+        if any(self.folder.glob("part-*")) and not self.overwrite:
             self._unlock()
             raise FileExistsError(
                 f"an interrupted run left rows of {str(self.path)!r} in {str(self.folder)!r}; "
@@ -173,30 +238,44 @@ class ResultsSink(Sink):
             )
         for stale in self.folder.iterdir():
             if stale.name != LOCK_FILE:
-                stale.unlink()
-        write_output(job_file, json.dumps({"format": self.format, **self.job}), overwrite=True)
+                _remove(stale)
+        write_output(job_file, json.dumps(self.job), overwrite=True)
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
-        """Collect the batch's rows; a full or old enough part goes to disk."""
+        """Collect the batch's rows; a full or old enough part goes to disk.
+
+        Raises:
+            RowError: a frame's answer cannot be stored (the rows before it are kept).
+            ResumeRefused: the frames come before the last one already written.
+        """
         keys = self.values
         if keys is None:
             keys = [k for k in meta if k not in ENGINE_KEYS]
+        missing = [key for key in keys if key not in meta]
+        if missing:
+            raise KeyError(f"no values named {missing[0]!r} reach the results; map(into=...)")
+        frames_here = index.tolist()
+        if frames_here:
+            self._check_order(int(frames_here[0]))
         pts, origins = meta.get("pts"), meta.get("answer_of")
-        for j, frame in enumerate(index.tolist()):
+        for j, frame in enumerate(frames_here):
             row: dict[str, Any] = {"frame": int(frame)}
-            row["time"] = None if pts is None else plain(pts[j])
+            row["time"] = None if pts is None else _time(pts[j])
             for key in keys:
-                if key not in meta:
-                    raise KeyError(f"no values named {key!r} reach the results; map(into={key!r})")
-                value = plain(meta[key][j])
-                if isinstance(value, dict):
-                    row.update(value)
-                else:
-                    row[key] = value
+                self._put(row, key, meta[key][j], int(frame))
             if origins is not None:
                 row["computed"] = int(origins[j]) == int(frame)
                 row["answer_of"] = int(origins[j])
-            self._rows.append(row)
+            if self.format == "jsonl":
+                line = json_line(row)
+                self._rows.append(line)
+                self._bytes += 64 + len(line)
+            else:
+                self._rows.append(row)
+                self._bytes += 200 + sum(weight(meta[key][j]) for key in keys)
+            self._last = int(frame)
+            if self._bytes >= self._limit:
+                self._flush()
         if len(self._rows) >= PART_ROWS or time.monotonic() - self._since >= PART_SECONDS:
             self._flush()
 
@@ -210,14 +289,51 @@ class ResultsSink(Sink):
                     self._flush()
                 return None
             self._flush()
+            if not (self.folder / DONE_FILE).is_file():
+                write_output(self.folder / DONE_FILE, json.dumps({"rows": self.rows_written}))
             self._join()
             return str(self.path)
+        except OSError as exc:
+            if (self.folder / DONE_FILE).is_file():
+                exc.add_note(
+                    f"every row is kept in {str(self.folder)!r}: free the space or fix the "
+                    "cause and resume (--resume) to finish the file"
+                )
+            raise
         finally:
             self._rows = []
             self._unlock()
 
     def notes(self) -> dict[str, Any]:
-        return {"rows": self.rows_written}
+        notes: dict[str, Any] = {"rows": self.rows_written}
+        if self.warnings:
+            notes["warnings"] = list(self.warnings)
+        return notes
+
+    # -- rows ------------------------------------------------------------------------------
+
+    def _put(self, row: dict[str, Any], key: str, raw: Any, frame: int) -> None:
+        """``raw`` (the value of ``key``) into ``row``: a dict as its columns."""
+        try:
+            value = plain(raw)
+        except NotStorable as exc:
+            raise RowError(f"frame {frame}, column {key!r}: {exc}") from None
+        columns = value if isinstance(value, dict) else {key: value}
+        for name, item in columns.items():
+            if name in INDEX_COLUMNS:
+                raise RowError(
+                    f"frame {frame}: the answer has a key {name!r}, which names one of the "
+                    f"results file's own columns ({', '.join(INDEX_COLUMNS)}); rename it"
+                )
+            row[name] = item
+
+    def _check_order(self, first: int) -> None:
+        """Refuse frames that come before those written: they would be rows twice."""
+        if self._last is not None and first <= self._last:
+            raise ResumeRefused(
+                f"frame {first} reaches {str(self.path)!r} after frame {self._last} was "
+                f"written; start the run at frame {self._last + 1} (resume_point)"
+            )
 
     # -- parts ---------------------------------------------------------------------------
 
@@ -225,41 +341,70 @@ class ResultsSink(Sink):
         self._since = time.monotonic()
         if not self._rows:
             return
-        rows, self._rows = self._rows, []
-        part = _part(self.folder, len(_parts(self.folder, self.format)), self.format)
+        rows, self._rows, self._bytes = self._rows, [], 0
+        frames = [_frame_of(r) for r in (rows[0], rows[-1])]
+        part = _part(self.folder, self._parts, self.format)
         temp = temp_beside(part)
         try:
             write_rows(rows, temp, self.format)
             publish(temp, part)
         finally:
             temp.unlink(missing_ok=True)
-        self._next = rows[-1]["frame"] + 1
-        self.rows_written += len(rows)
+        record = {
+            "rows": len(rows), "first": frames[0], "next": frames[1] + 1,
+            "through": self._parts, "pieces": [[part.stat().st_size, _checksum(part)]],
+        }  # fmt: skip
         # the part's record comes after the part: a part without one is not counted
-        write_output(part.with_suffix(".json"), json.dumps({"rows": len(rows), "next": self._next}))
+        write_output(part.with_suffix(".json"), json.dumps(record), overwrite=True)
+        self._parts += 1
+        self.rows_written += len(rows)
+
+    def _take_kept(self) -> None:
+        """Continue after the parts that check out; drop what follows them (a part missing
+        or damaged, and the parts after it, are computed again) and the bytes a kill left
+        past a part's record."""
+        kept = kept_parts(self.folder, self.format)
+        names = {name for p, _ in kept for name in (p.name, p.with_suffix(".json").name)}
+        for path in self.folder.glob("part-*"):
+            if path.name not in names:
+                path.unlink()
+        for part, record in kept:
+            size = sum(int(n) for n, _ in record["pieces"])
+            if part.stat().st_size > size:
+                os.truncate(part, size)
+        (self.folder / JOINING).unlink(missing_ok=True)
+        self.rows_written = sum(int(r["rows"]) for _, r in kept)
+        done = self.folder / DONE_FILE
+        if done.is_file() and _rows_of(done) != self.rows_written:
+            done.unlink()
+        if kept:
+            self._parts = int(kept[-1][1]["through"]) + 1
+            self._last = int(kept[-1][1]["next"]) - 1
 
     def _join(self) -> None:
         """The parts, in order, into the output; then the parts folder goes."""
-        parts = _parts(self.folder, self.format)
-        temp = temp_beside(self.path)
-        try:
-            join_parts(parts, temp, self.format)
+        kept = kept_parts(self.folder, self.format)
+        if self.format == "parquet":
+            temp = self.folder / JOINING
+            metadata = {JOB_KEY.decode(): json.dumps(self.job)}
+            self.warnings = join_parquet([p for p, _ in kept], temp, metadata)
             publish(temp, self.path)
-        finally:
-            temp.unlink(missing_ok=True)
+        elif kept:
+            head = _absorb(self.folder, kept)
+            publish(head, self.path)
+        else:
+            write_output(self.path, "", overwrite=True)
         shutil.rmtree(self.folder, ignore_errors=True)
         with contextlib.suppress(OSError):
             fsync_path(self.folder.parent)
 
     def _check_job(self, recorded: dict[str, Any]) -> None:
-        mine = {"format": self.format, **self.job}
         differs = [
-            f"{key}: {recorded.get(key)!r} then, {mine.get(key)!r} now"
-            for key in sorted(set(recorded) | set(mine))
-            if recorded.get(key) != mine.get(key)
+            f"{key}: {recorded.get(key)!r} then, {self.job.get(key)!r} now"
+            for key in sorted(set(recorded) | set(self.job))
+            if recorded.get(key) != self.job.get(key)
         ]
         if differs:
-            self._unlock()
             raise ResumeRefused(
                 f"the rows in {str(self.folder)!r} were made by another job "
                 f"({'; '.join(differs)}); resume with the same input, function and options, "
@@ -279,16 +424,101 @@ class ResultsSink(Sink):
             self._lock = None
 
 
+def kept_parts(folder: Path, fmt: str) -> list[tuple[Path, dict[str, Any]]]:
+    """The finished parts that check out, in order, with their records: each part's
+    record (``part-N.json``, written after the part) is there and its bytes match the
+    record's pieces (bytes past them, an append a kill cut short, are not read); the first
+    that does not ends the list."""
+    found: list[tuple[Path, dict[str, Any]]] = []
+    number = 0
+    while (part := _part(folder, number, fmt)).is_file():
+        try:
+            record = json.loads(part.with_suffix(".json").read_text())
+            pieces = [(int(size), str(digest)) for size, digest in record["pieces"]]
+            through = int(record["through"])
+        except (OSError, ValueError, KeyError, TypeError):
+            break
+        if through < number or not _matches(part, pieces):
+            break
+        found.append((part, record))
+        number = through + 1
+    return found
+
+
+def _matches(part: Path, pieces: list[tuple[int, str]]) -> bool:
+    size = sum(n for n, _ in pieces)
+    try:
+        if part.stat().st_size < size:
+            return False
+        with open(part, "rb") as data:
+            for n, digest in pieces:
+                if _checksum(data, n) != digest:
+                    return False
+    except OSError:
+        return False
+    return True
+
+
+def _absorb(folder: Path, kept: list[tuple[Path, dict[str, Any]]]) -> Path:
+    """Append every kept part to the first, one at a time, each dropped once its bytes
+    are on disk in the first and the first's record says so: a kill at any moment leaves
+    parts that :func:`kept_parts` reads as before. Returns the first part."""
+    head, record = kept[0]
+    for part, more in kept[1:]:
+        with open(head, "ab") as out, open(part, "rb") as src:
+            shutil.copyfileobj(src, out)
+            out.flush()
+            os.fsync(out.fileno())
+        record = {
+            **record, "rows": record["rows"] + more["rows"], "next": more["next"],
+            "through": more["through"], "pieces": record["pieces"] + more["pieces"],
+        }  # fmt: skip
+        write_output(head.with_suffix(".json"), json.dumps(record), overwrite=True)
+        part.unlink()
+        part.with_suffix(".json").unlink()
+    return head
+
+
+def _checksum(source: Path | Any, size: int | None = None) -> str:
+    """The SHA-256 of a file, or of the next ``size`` bytes of an open one."""
+    digest = hashlib.sha256()
+    with contextlib.ExitStack() as stack:
+        data = stack.enter_context(open(source, "rb")) if isinstance(source, Path) else source
+        left = size
+        while left is None or left > 0:
+            block = data.read(1 << 20 if left is None else min(1 << 20, left))
+            if not block:
+                break
+            digest.update(block)
+            if left is not None:
+                left -= len(block)
+    return digest.hexdigest()
+
+
+def _rows_of(done: Path) -> int:
+    try:
+        return int(json.loads(done.read_text())["rows"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return -1
+
+
+def _time(value: Any) -> float | None:
+    seconds = float(value)
+    return seconds if np.isfinite(seconds) else None
+
+
+def _frame_of(row: dict[str, Any] | str) -> int:
+    if isinstance(row, str):
+        return int(json.loads(row)["frame"])
+    return int(row["frame"])
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
 def _part(folder: Path, number: int, fmt: str) -> Path:
     return folder / f"part-{number:06d}.{fmt}"
-
-
-def _parts(folder: Path, fmt: str) -> list[Path]:
-    """The finished parts, in order: each with its record (``part-N.json``, written after
-    the part), numbered without a gap."""
-    found: list[Path] = []
-    while (part := _part(folder, len(found), fmt)).is_file():
-        if not part.with_suffix(".json").is_file():
-            break
-        found.append(part)
-    return found
