@@ -1,10 +1,13 @@
 """Identities that cannot lie, for work that is kept and reused (chunked runs' segments).
 
 :func:`code_identity` names a function by what it runs: its module and name, a hash of its
-module's source file, and a hash of its code objects taken recursively (bytecode, names,
-constants, nested functions and comprehensions), never an address, so the same code gives
-the same identity in every process and a changed global or helper in its module gives
-another. :func:`record_segment` writes, beside a finished segment file, its frame count and
+module's source file and of the user's modules it imports (those outside the standard
+library and installed packages, followed through their own imports), and a hash of its
+code objects taken recursively (bytecode, names, constants, nested functions and
+comprehensions), never an address, so the same code gives the same identity in every
+process and a changed global, helper or helper module gives another.
+
+:func:`record_segment` writes, beside a finished segment file, its frame count and
 checksum; :func:`segment_ok` reuses a segment only when that record is there and the file
 still matches it.
 
@@ -15,11 +18,16 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import dis
 import functools
 import hashlib
+import importlib.util
 import inspect
 import json
+import os
 import sys
+import sysconfig
 import types
 from pathlib import Path
 from typing import Any
@@ -59,9 +67,8 @@ def _feed(fn: Any, digest: Any, depth: int = 0) -> None:
         fn if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isclass(fn) else type(fn)
     )
     module = sys.modules.get(getattr(target, "__module__", ""), None)
-    source = getattr(module, "__file__", None)
-    if source and Path(source).is_file():
-        digest.update(Path(source).read_bytes())
+    for source in user_sources(module):
+        digest.update(source.read_bytes())
     if inspect.isclass(fn):
         for _, member in sorted(vars(fn).items()):
             if inspect.isfunction(member):
@@ -76,6 +83,91 @@ def _feed(fn: Any, digest: Any, depth: int = 0) -> None:
                 _feed(value, digest, depth + 1)
     if code is not None:
         _feed_code(code, digest)
+
+
+def user_sources(module: types.ModuleType | None) -> list[Path]:
+    """The source file of ``module`` and of every user's module it reaches through its
+    globals (modules, and functions or classes defined in them) and its functions' import
+    statements, in a stable order: the files a result of its code depends on that the
+    standard library and installed packages do not hold."""
+    if module is None:
+        return []
+    found: dict[Path, None] = {}
+    todo, seen = [module], {module.__name__}
+    while todo:
+        current = todo.pop()
+        source = _user_file(getattr(current, "__file__", None))
+        if source is None and current is not module:
+            continue
+        if source is not None:
+            found[source] = None
+        for name in _imported_names(current) - seen:
+            seen.add(name)
+            other = sys.modules.get(name)
+            if other is not None:
+                todo.append(other)
+            elif (lazy := _not_yet_imported(name)) is not None:
+                found[lazy] = None
+    return sorted(found)
+
+
+def _imported_names(module: types.ModuleType) -> set[str]:
+    """The modules ``module`` uses: those its globals are or come from, and those its
+    functions and methods import when they run."""
+    names: set[str] = set()
+    for value in list(vars(module).values()):
+        if isinstance(value, types.ModuleType):
+            names.add(value.__name__)
+        elif inspect.isfunction(value) or inspect.isclass(value):
+            names.add(getattr(value, "__module__", "") or "")
+            codes = [value.__code__] if inspect.isfunction(value) else [
+                m.__code__ for m in vars(value).values() if inspect.isfunction(m)
+            ]  # fmt: skip
+            for code in codes:
+                names.update(_imports_in(code))
+    names.discard(module.__name__)
+    for name in list(names):  # ``import a.b`` also runs ``a``
+        parts = name.split(".")
+        names.update(".".join(parts[:k]) for k in range(1, len(parts)))
+    return {name for name in names if name}
+
+
+def _imports_in(code: types.CodeType) -> set[str]:
+    found = {i.argval for i in dis.get_instructions(code) if i.opname == "IMPORT_NAME"}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= _imports_in(const)
+    return found
+
+
+def _not_yet_imported(name: str) -> Path | None:
+    """The user's source file of a top-level module that a function imports when it runs
+    and that is not imported yet (found, not imported)."""
+    if "." in name:
+        return None
+    with contextlib.suppress(ImportError, ValueError):
+        spec = importlib.util.find_spec(name)
+        return None if spec is None else _user_file(spec.origin)
+    return None
+
+
+@functools.cache
+def _installed_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    roots |= {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).parent)}
+    return tuple(sorted(os.path.realpath(r) + os.sep for r in roots))
+
+
+def _user_file(path: str | None) -> Path | None:
+    """``path`` when it is a Python source file of the user's (not in the standard library,
+    an installed package or hyperframes itself)."""
+    if not path or not path.endswith(".py") or not os.path.isfile(path):
+        return None
+    real = os.path.realpath(path)
+    if real.startswith(_installed_roots()):
+        return None
+    return Path(real)
 
 
 def _feed_code(code: types.CodeType, digest: Any) -> None:

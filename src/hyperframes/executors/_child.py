@@ -76,7 +76,7 @@ def serve(conn: Connection) -> None:
     while True:
         try:
             _, args, kwargs = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # the parent closed the pipe, or went (a reset)
             return
         try:
             answer: tuple[str, Any] = ("ok", _call(fn, maps, args, kwargs))
@@ -84,7 +84,7 @@ def serve(conn: Connection) -> None:
             answer = ("raised", Failure.of(exc))
         try:
             conn.send(answer)
-        except (BrokenPipeError, EOFError):
+        except (EOFError, OSError):
             return
         except Exception as exc:  # the result itself cannot be pickled
             conn.send(("raised", Failure.of(exc)))

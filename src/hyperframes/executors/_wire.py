@@ -45,7 +45,11 @@ class Failure:
             pickle.loads(pickle.dumps(exc))
         except Exception:
             error = None
-        return cls(error, type(exc).__qualname__, str(exc), text)
+        try:
+            message = str(exc)
+        except Exception:
+            message = f"{type(exc).__qualname__} (its message could not be shown)"
+        return cls(error, type(exc).__qualname__, message, text)
 
 
 @dataclass(frozen=True)

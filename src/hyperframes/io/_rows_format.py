@@ -113,26 +113,41 @@ def write_rows(rows: list[dict[str, Any]] | list[str], path: Path, fmt: str) -> 
     pq.write_table(table_of(rows), path)  # type: ignore[arg-type]
 
 
+MIXED_KEY = b"hyperframes.mixed"
+"""Where a part keeps the columns it had to hold as text (key-value metadata)."""
+
+
 def table_of(rows: list[dict[str, Any]]) -> pa.Table:
     """Rows whose keys and kinds may vary as one table: a column for every key any row
-    has (in the order first seen), each of the widest type its values need."""
+    has (in the order first seen), each of the widest type its values need; the columns
+    that had to become text are named in the table's metadata."""
     import pyarrow as pa
 
     names = list(dict.fromkeys(key for row in rows for key in row))
-    return pa.table({name: _column([row.get(name) for row in rows]) for name in names})
+    columns, mixed = {}, {}
+    for name in names:
+        columns[name], kinds = _column([row.get(name) for row in rows])
+        if kinds:
+            mixed[name] = kinds
+    table = pa.table(columns)
+    return table.replace_schema_metadata({MIXED_KEY: json.dumps(mixed)}) if mixed else table
 
 
-def _column(values: list[Any]) -> pa.Array:
+def _column(values: list[Any]) -> tuple[pa.Array, list[str]]:
+    """The values as one array, and the kinds they mix where that array is text."""
     import pyarrow as pa
 
     try:
-        return pa.array(values)
+        return pa.array(values), []
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        kind = pa.null()
+        kind, seen = pa.null(), set()
         for value in values:
             if value is not None:
-                kind = widen(kind, pa.array([value]).type)
-        return from_values(values, kind)
+                one = pa.array([value]).type
+                kind = widen(kind, one)
+                seen.add(str(one))
+        array = from_values(values, kind)
+        return array, sorted(seen) if pa.types.is_string(array.type) else []
 
 
 def from_values(values: list[Any], kind: pa.DataType) -> pa.Array:
@@ -216,18 +231,21 @@ def parquet_schema(parts: Iterable[Path]) -> tuple[pa.Schema, list[str]]:
     kinds: dict[str, pa.DataType] = {"frame": pa.int64(), "time": pa.float64()}
     mixed: dict[str, set[str]] = {}
     for part in parts:
-        for f in pq.read_schema(part):
+        schema = pq.read_schema(part)
+        for name, seen in json.loads((schema.metadata or {}).get(MIXED_KEY, b"{}")).items():
+            mixed.setdefault(name, set()).update(seen)
+        for f in schema:
             was = kinds.get(f.name, pa.null())
             kinds[f.name] = widened = widen(was, f.type)
             if pa.types.is_string(widened) and not pa.types.is_null(was):
-                mixed.setdefault(f.name, set()).update({str(was), str(f.type)} - {"string"})
+                mixed.setdefault(f.name, set()).update({str(was), str(f.type)})
     tail = [name for name in ("computed", "answer_of") if name in kinds]
     order = [name for name in kinds if name not in tail] + tail
     notes = [
-        f"column {name!r} holds values of several kinds ({', '.join(sorted(kinds_seen))} "
-        "and text): kept as text, the numbers as JSON"
-        for name, kinds_seen in mixed.items()
-        if kinds_seen
+        f"column {name!r} holds values of several kinds ({', '.join(sorted(seen))}): kept "
+        "as text, the values that are not strings as JSON"
+        for name, seen in mixed.items()
+        if len(seen - {"null"}) > 1
     ]
     return pa.schema([(name, kinds[name]) for name in order]), notes
 

@@ -61,7 +61,15 @@ import numpy as np
 
 from ..errors import HyperframesError
 from ..frames import FrameSpec
-from ._rows_format import NotStorable, join_parquet, join_parts, json_line, plain, weight, write_rows
+from ._rows_format import (
+    NotStorable,
+    join_parquet,
+    join_parts,
+    json_line,
+    plain,
+    weight,
+    write_rows,
+)
 from .base import Footprint, Sink
 from .publish import check_output, fsync_path, lock_exclusive, publish, temp_beside, write_output
 
@@ -287,6 +295,9 @@ class ResultsSink(Sink):
             if not ok:
                 with contextlib.suppress(Exception):
                     self._flush()
+                if not any(self.folder.glob("part-*")):  # nothing to resume: leave nothing
+                    self._unlock()
+                    shutil.rmtree(self.folder, ignore_errors=True)
                 return None
             self._flush()
             if not (self.folder / DONE_FILE).is_file():
