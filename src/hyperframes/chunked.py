@@ -242,6 +242,8 @@ def _run(
     facts |= {"build": code_identity(build), "halo": list(halo), "sink": sink}
     folder = Path(work_dir) if work_dir else target.with_name(f".{target.name}.segments")
     folder = folder.resolve()  # the tasks' working folders are not the driver's
+    if overwrite and folder.is_dir():  # overwrite reuses nothing an earlier run kept
+        shutil.rmtree(folder)
     cut = plan_segments(*span, wanted, cuts)
     plan = prepare(folder, facts, cut, fixed=bool(segments), strict=local and resume)
     parts = [folder / f"segment-{k:05d}{target.suffix}" for k in range(len(plan))]

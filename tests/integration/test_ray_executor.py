@@ -213,13 +213,16 @@ def test_chunked_output_equals_a_local_run_and_resumes(executor, tmp_path):
 
     parts = sorted(work.glob("segment-*.mkv"))
     parts[1].unlink()
-    again = run_chunked(
-        source, output, windowed_then_inverted, executor=executor, overwrite=True, **options
-    )
+    output.unlink()  # as a run killed before its join leaves it
+    again = run_chunked(source, output, windowed_then_inverted, executor=executor, **options)
     assert (again.extra["chunks"]["segments"], again.extra["chunks"]["reused"]) == (4, 3)
     assert again.frames == 20 and again.extra["chunks"]["reused_frames"] == 110  # made, kept
     assert again.stages[0].frames == 20 + 3  # only segment 1 (frames 40-59) and its halo
     np.testing.assert_array_equal(Pipeline.from_source(VideoSource(output)).collect(), expected)
+    fresh = run_chunked(  # overwrite reuses nothing an earlier run kept
+        source, output, windowed_then_inverted, executor=executor, overwrite=True, **options
+    )
+    assert (fresh.extra["chunks"]["reused"], fresh.frames) == (0, 130)
 
 
 def test_a_full_dev_shm_falls_back_to_the_object_store(cluster, monkeypatch):

@@ -217,7 +217,7 @@ def test_a_join_that_fails_for_space_is_finished_by_resume(
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    name = "join_parquet" if suffix == ".parquet" else "_absorb"
+    name = "join_parquet" if suffix == ".parquet" else "absorb"
     with monkeypatch.context() as patch:
         patch.setattr(results, name, full)
         assert run_map(clip, "brightness", f"j{suffix}") == 1
@@ -236,8 +236,10 @@ def test_a_jsonl_join_killed_midway_resumes_to_the_same_file(model, clip, monkey
     """The join appends each part to the first: killed after an append whose record was
     not written (the bytes past the record are cut), or after the record (the part that
     was appended is dropped, not joined twice)."""
+    from hyperframes.io import _parts
+
     writes = {"n": 0}
-    real = results.write_output
+    real = _parts.write_output
 
     def dies(path, data, **kwargs):
         if Path(path).name == "part-000000.json" and '"through": 0' not in str(data):
@@ -247,7 +249,7 @@ def test_a_jsonl_join_killed_midway_resumes_to_the_same_file(model, clip, monkey
         return real(path, data, **kwargs)
 
     with monkeypatch.context() as patch:
-        patch.setattr(results, "write_output", dies)
+        patch.setattr(_parts, "write_output", dies)
         assert run_map(clip, "brightness", "k.jsonl") == 130
     folder = parts_folder(model / "k.jsonl")
     head = folder / "part-000000.jsonl"
@@ -310,7 +312,9 @@ def test_a_changed_helper_module_is_another_job(model, clip, capsys, monkeypatch
     monkeypatch.setenv("FAIL_AT", "-1")
     args = ["map", str(clip), "usehelper:scaled", "--out", "h.jsonl", "--batch-size", "4"]
     with monkeypatch.context() as patch:
-        patch.setattr(results, "write_output", _interrupt_after_parts(results.write_output, 2))
+        from hyperframes.io import _parts
+
+        patch.setattr(_parts, "write_output", _interrupt_after_parts(_parts.write_output, 2))
         assert main(args) == 130
     (model / "helper.py").write_text("SCALE = 3.0\n")
     for name in ("helper", "usehelper"):

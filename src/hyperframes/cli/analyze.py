@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
-from .common import positive_int
+from .common import positive_int, print_json
 from .observe import add_long_options, observed
 from .scale import executor_for
 
@@ -89,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         data.update(fps=report.fps, wall_s=report.wall_s, frames_as=frames, max_len=max_len,
                     store_modes=[m.to_dict() for m in modes])  # fmt: skip
         data.update(written)
-        print(json.dumps(data))
+        print_json(data)
         return 0
     mse = result.mse
     print(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import re
 import subprocess
 import sys
@@ -19,6 +18,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .common import print_json
 
 TIMEOUT_S = 600.0
 
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         f"{o.name}: {r['what']}" for o in outcomes for r in o.ratios if r.get("held") is False
     ]
     if args.json:
-        print(json.dumps({"dir": str(folder), "benchmarks": [asdict(o) for o in outcomes]}))
+        print_json({"dir": str(folder), "benchmarks": [asdict(o) for o in outcomes]})
     else:
         for o in outcomes:
             print(f"{o.name}: {o.status} ({o.seconds:.1f} s) {o.detail}".rstrip())

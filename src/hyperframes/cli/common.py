@@ -102,7 +102,14 @@ def as_flags(message: str, flags: Collection[str]) -> str:
         return f"{option} {value}"
 
     text = _KEYWORD.sub(flag, message)
-    return re.sub(r"(--[a-z-]+(?: [^ ()]+)?) \(\1(?: on the command line)?\)", r"\1", text)
+    text = re.sub(r"(--[a-z-]+(?: [^ ()]+)?) \(\1(?: on the command line)?\)", r"\1", text)
+    if flags:  # a hint at a flag this command does not have goes: it would mislead
+        text = re.sub(
+            r" \((--[a-z][a-z-]*)[^()]*\)",
+            lambda m: m.group(0) if m.group(1) in flags else "",
+            text,
+        )
+    return text
 
 
 def add_sizing_options(parser: argparse.ArgumentParser) -> None:
@@ -245,13 +252,18 @@ def stdout_fenced(enabled: bool) -> Iterator[None]:
             os.close(saved)
 
 
+def print_json(data: Any) -> None:
+    """``data`` as one line of JSON on the real stdout (see :func:`stdout_fenced`)."""
+    out = _REPORT_STREAM[-1] if _REPORT_STREAM else sys.stdout
+    print(json.dumps(data, default=str), file=out, flush=True)
+
+
 def emit_report(args: argparse.Namespace, report: RunReport, /, **extra: Any) -> None:
     """Print the run report: JSON on stdout with ``--json``, else the table."""
     if args.json:
         data = report.to_dict()
         data.update(extra)
-        out = _REPORT_STREAM[-1] if _REPORT_STREAM else sys.stdout
-        print(json.dumps(data, default=str), file=out, flush=True)
+        print_json(data)
     else:
         print(report)
         for key, value in extra.items():

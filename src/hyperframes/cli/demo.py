@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
-import json
 import shutil
 import statistics
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MediaError
-from .common import emit_report, positive_int, progress_for
+from .common import emit_report, positive_int, print_json, progress_for
 from .observe import add_long_options, workers_of
 from .scale import executor_for
 from .video import transcode
@@ -71,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         print(report)
     figures = pack_and_read(clip, Path(args.output).with_suffix(".hfs"), args)
     if args.json:
-        print(json.dumps({"transcode": report.to_dict(), "store": figures}))
+        print_json({"transcode": report.to_dict(), "store": figures})
     return 0
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import platform
 import shutil
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from .._version import __version__
+from .common import print_json
 
 Status = Literal["ok", "warn", "fail"]
 GIB = 2**30
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     checks = run_checks(Path(args.output))
     failed = any(c.status == "fail" for c in checks)
     if args.json:
-        print(json.dumps({"ok": not failed, "checks": [asdict(c) for c in checks]}))
+        print_json({"ok": not failed, "checks": [asdict(c) for c in checks]})
     else:
         for c in checks:
             fix = f"  -> {c.fix}" if c.fix else ""

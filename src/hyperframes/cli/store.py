@@ -10,7 +10,6 @@ rules (what a default pack stores, the grouping a partial store was packed with)
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 from .._choices import INTRAS, Tier
 from ..errors import StoreCorrupt
-from .common import frame_size, positive_int
+from .common import frame_size, positive_int, print_json
 from .observe import add_long_options, observed_run, workers_of
 
 __all__ = ["is_store", "register", "store_info"]
@@ -227,7 +226,7 @@ def _print_pack(
     data.update(fps=round(fps, 3), new_frames=new, wall_s=round(wall, 3),
                 resumed_from=summary.get("resumed_from", data["frames"]))  # fmt: skip
     if args.json:
-        print(json.dumps(data))
+        print_json(data)
     else:
         for key, value in data.items():
             print(f"{key:<14}{value}")
@@ -268,7 +267,10 @@ def run_unpack(args: argparse.Namespace) -> int:
             f"or is still running): {out} holds the {report.frames} frames it had",
             file=sys.stderr,
         )
-    print(json.dumps(data) if args.json else f"{report.frames} frames -> {out}")
+    if args.json:
+        print_json(data)
+    else:
+        print(f"{report.frames} frames -> {out}")
     return 0
 
 
@@ -310,10 +312,10 @@ def run_verify(args: argparse.Namespace) -> int:
         expected = store.info.source.get("frames")
         packed_from = store.info.source.get("path") or "INPUT"
     if args.json:
-        print(json.dumps({
+        print_json({
             "path": args.store, "frames": frames, "complete": complete, "ok": not bad,
             "bad_frames": bad,
-        }))  # fmt: skip
+        })  # fmt: skip
     elif not bad:
         held = f"{frames} frames"
         if not complete:

@@ -10,7 +10,6 @@ would pass ``--memory`` are not run and say so.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -20,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import frame_size, memory_size, positive_int
+from .common import frame_size, memory_size, positive_int, print_json
 from .video import resize_stage
 
 if TYPE_CHECKING:
@@ -269,7 +268,7 @@ def _summary(
 
 def _print(out: dict[str, Any], results: list[Result], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(out))
+        print_json(out)
         return
     stages = ", ".join(out["stages"]) or "none"
     print(

@@ -7,7 +7,6 @@ imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from .common import (
     emit_report,
     frame_size,
     positive_int,
+    print_json,
 )
 from .observe import add_long_options, observed, observed_run, workers_of
 from .scale import add_chunk_options, ray_for_chunks
@@ -108,7 +108,7 @@ def run_info(args: argparse.Namespace) -> int:
 
     facts = store_info(args.path) if is_store(args.path) else probe(args.path)
     if args.json:
-        print(json.dumps(facts, default=str))
+        print_json(facts)
     else:
         for key, value in facts.items():
             print(f"{key:<18}{value}")

@@ -34,6 +34,10 @@ uninterrupted run's, row for row. A run whose rows were all written finishes its
 resumed with no frames to compute. Without ``resume``, a folder left by a killed run is
 refused unless ``overwrite``.
 
+Longer than 300 lines: this docstring is the results file's contract, and the sink's
+checks (a row's values, the order of frames, the job on resume) sit beside the writing
+they guard; the parts' records are :mod:`._parts`, the rows' formats :mod:`._rows_format`.
+
 Example:
     >>> import json, tempfile
     >>> import numpy as np
@@ -49,7 +53,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -61,6 +64,7 @@ import numpy as np
 
 from ..errors import HyperframesError
 from ..frames import FrameSpec
+from ._parts import absorb, keep_only, kept_parts, write_part
 from ._rows_format import (
     NotStorable,
     join_parquet,
@@ -71,7 +75,7 @@ from ._rows_format import (
     write_rows,
 )
 from .base import Footprint, Sink
-from .publish import check_output, fsync_path, lock_exclusive, publish, temp_beside, write_output
+from .publish import check_output, fsync_path, lock_exclusive, publish, write_output
 
 PART_ROWS = 4096
 """Rows a part holds at most."""
@@ -353,20 +357,9 @@ class ResultsSink(Sink):
         if not self._rows:
             return
         rows, self._rows, self._bytes = self._rows, [], 0
-        frames = [_frame_of(r) for r in (rows[0], rows[-1])]
-        part = _part(self.folder, self._parts, self.format)
-        temp = temp_beside(part)
-        try:
-            write_rows(rows, temp, self.format)
-            publish(temp, part)
-        finally:
-            temp.unlink(missing_ok=True)
-        record = {
-            "rows": len(rows), "first": frames[0], "next": frames[1] + 1,
-            "through": self._parts, "pieces": [[part.stat().st_size, _checksum(part)]],
-        }  # fmt: skip
-        # the part's record comes after the part: a part without one is not counted
-        write_output(part.with_suffix(".json"), json.dumps(record), overwrite=True)
+        frames = (_frame_of(rows[0]), _frame_of(rows[-1]))
+        write_part(self.folder, self._parts, self.format,
+                   lambda temp: write_rows(rows, temp, self.format), frames, len(rows))  # fmt: skip
         self._parts += 1
         self.rows_written += len(rows)
 
@@ -375,14 +368,7 @@ class ResultsSink(Sink):
         or damaged, and the parts after it, are computed again) and the bytes a kill left
         past a part's record."""
         kept = kept_parts(self.folder, self.format)
-        names = {name for p, _ in kept for name in (p.name, p.with_suffix(".json").name)}
-        for path in self.folder.glob("part-*"):
-            if path.name not in names:
-                path.unlink()
-        for part, record in kept:
-            size = sum(int(n) for n, _ in record["pieces"])
-            if part.stat().st_size > size:
-                os.truncate(part, size)
+        keep_only(self.folder, kept)
         (self.folder / JOINING).unlink(missing_ok=True)
         self.rows_written = sum(int(r["rows"]) for _, r in kept)
         done = self.folder / DONE_FILE
@@ -401,7 +387,7 @@ class ResultsSink(Sink):
             self.warnings = join_parquet([p for p, _ in kept], temp, metadata)
             publish(temp, self.path)
         elif kept:
-            head = _absorb(self.folder, kept)
+            head = absorb(kept)
             publish(head, self.path)
         else:
             write_output(self.path, "", overwrite=True)
@@ -435,77 +421,6 @@ class ResultsSink(Sink):
             self._lock = None
 
 
-def kept_parts(folder: Path, fmt: str) -> list[tuple[Path, dict[str, Any]]]:
-    """The finished parts that check out, in order, with their records: each part's
-    record (``part-N.json``, written after the part) is there and its bytes match the
-    record's pieces (bytes past them, an append a kill cut short, are not read); the first
-    that does not ends the list."""
-    found: list[tuple[Path, dict[str, Any]]] = []
-    number = 0
-    while (part := _part(folder, number, fmt)).is_file():
-        try:
-            record = json.loads(part.with_suffix(".json").read_text())
-            pieces = [(int(size), str(digest)) for size, digest in record["pieces"]]
-            through = int(record["through"])
-        except (OSError, ValueError, KeyError, TypeError):
-            break
-        if through < number or not _matches(part, pieces):
-            break
-        found.append((part, record))
-        number = through + 1
-    return found
-
-
-def _matches(part: Path, pieces: list[tuple[int, str]]) -> bool:
-    size = sum(n for n, _ in pieces)
-    try:
-        if part.stat().st_size < size:
-            return False
-        with open(part, "rb") as data:
-            for n, digest in pieces:
-                if _checksum(data, n) != digest:
-                    return False
-    except OSError:
-        return False
-    return True
-
-
-def _absorb(folder: Path, kept: list[tuple[Path, dict[str, Any]]]) -> Path:
-    """Append every kept part to the first, one at a time, each dropped once its bytes
-    are on disk in the first and the first's record says so: a kill at any moment leaves
-    parts that :func:`kept_parts` reads as before. Returns the first part."""
-    head, record = kept[0]
-    for part, more in kept[1:]:
-        with open(head, "ab") as out, open(part, "rb") as src:
-            shutil.copyfileobj(src, out)
-            out.flush()
-            os.fsync(out.fileno())
-        record = {
-            **record, "rows": record["rows"] + more["rows"], "next": more["next"],
-            "through": more["through"], "pieces": record["pieces"] + more["pieces"],
-        }  # fmt: skip
-        write_output(head.with_suffix(".json"), json.dumps(record), overwrite=True)
-        part.unlink()
-        part.with_suffix(".json").unlink()
-    return head
-
-
-def _checksum(source: Path | Any, size: int | None = None) -> str:
-    """The SHA-256 of a file, or of the next ``size`` bytes of an open one."""
-    digest = hashlib.sha256()
-    with contextlib.ExitStack() as stack:
-        data = stack.enter_context(open(source, "rb")) if isinstance(source, Path) else source
-        left = size
-        while left is None or left > 0:
-            block = data.read(1 << 20 if left is None else min(1 << 20, left))
-            if not block:
-                break
-            digest.update(block)
-            if left is not None:
-                left -= len(block)
-    return digest.hexdigest()
-
-
 def _rows_of(done: Path) -> int:
     try:
         return int(json.loads(done.read_text())["rows"])
@@ -529,7 +444,3 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
-
-
-def _part(folder: Path, number: int, fmt: str) -> Path:
-    return folder / f"part-{number:06d}.{fmt}"

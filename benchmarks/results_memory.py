@@ -1,0 +1,117 @@
+"""Memory bounded by answers, not by rows: ``hyperframes map`` of a function whose answers
+are heavy (a 16 KiB mask, a 256 KiB float map per frame), this tree against an earlier
+commit (rows buffered by count) side by side, JSON Lines and Parquet, whole processes.
+
+For each: the whole command's wall time, its peak PSS, and the memory budget of the run's
+plan (``--memory``); the sink's share of the plan is ``results.WANTS_BYTES`` at most. The
+rows of the two trees are compared (equal, frame by frame).
+
+    python benchmarks/results_memory.py [--frames 1000] [--before 8319dce] [--memory 256MiB]
+
+Goal (issue 47): peak PSS with 256 KiB answers within the plan: no more than a run of tiny
+answers plus the plan's budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from map_job import bunny, copied
+from ray_invert import tree_pss
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ANSWERS = """
+import numpy as np
+
+def tiny(frames):
+    return [float(f.mean()) for f in frames]
+
+def mask16k(frames):                 # a 128 x 128 uint8 mask a frame: 16 KiB
+    return [np.full((128, 128), int(f[0, 0, 0]) % 2, np.uint8) for f in frames]
+
+def map256k(frames):                 # a 256 x 256 float32 map a frame: 256 KiB
+    return [np.full((256, 256), f.mean() / 255, np.float32) for f in frames]
+"""
+
+
+def run(tree: Path, clip: Path, fn: str, out: Path, memory: str, work: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": f"{work}:{tree / 'src'}"}
+    argv = [sys.executable, "-m", "hyperframes", "map", str(clip), f"answers:{fn}", "--out",
+            str(out), "--size", "160x90", "--workers", "2", "--memory", memory, "--json",
+            "--overwrite"]  # fmt: skip
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=work)
+    root, peak, done = psutil.Process(proc.pid), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                peak[0] = max(peak[0], tree_pss(root))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    if proc.returncode:
+        return {"wall": wall, "pss": peak[0], "error": err.decode().strip()[-300:]}
+    report = json.loads(stdout.decode().strip().splitlines()[-1])
+    return {"wall": wall, "pss": peak[0], "budget": report["memory_budget"]}
+
+
+def rows(path: Path) -> list:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--frames", type=int, default=1000)
+    ap.add_argument("--before", default="8319dce", help="the commit to compare with")
+    ap.add_argument("--memory", default="256MiB")
+    ap.add_argument("--fns", default="tiny,mask16k,map256k")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="hf-results-mem-"))
+    (work / "answers.py").write_text(ANSWERS)
+    before = work / "before"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(before),
+                    args.before], check=True)  # fmt: skip
+    try:
+        clip = copied(bunny(), args.frames, work / f"bunny-{args.frames}.mp4")
+        print(f"# {args.frames} frames, --memory {args.memory}, 2 workers; whole command each")
+        print(f"{'answers':<9}{'format':<9}{'tree':<8}{'wall s':>8}{'peak PSS MiB':>14}  note")
+        for fn in args.fns.split(","):
+            for suffix in (".jsonl", ".parquet"):
+                got = {}
+                for name, tree in (("ours", ROOT), ("before", before)):
+                    out = work / f"{name}-{fn}{suffix}"
+                    got[name] = r = run(tree, clip, fn, out, args.memory, work)
+                    note = r.get("error", f"budget {r.get('budget', 0) / 2**20:.0f} MiB")
+                    print(f"{fn:<9}{suffix[1:]:<9}{name:<8}{r['wall']:>8.1f}"
+                          f"{r['pss'] / 2**20:>14.0f}  {note}")  # fmt: skip
+                if "error" not in got["ours"] and "error" not in got["before"]:
+                    same = rows(work / f"ours-{fn}{suffix}") == rows(work / f"before-{fn}{suffix}")
+                    ratio = got["ours"]["pss"] / got["before"]["pss"]
+                    print(f"{'':<26}ours / before peak PSS {ratio:.2f}; rows equal: {same}")
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)])
+
+
+if __name__ == "__main__":
+    main()
