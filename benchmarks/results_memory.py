@@ -49,8 +49,7 @@ def map256k(frames):                 # a 256 x 256 float32 map a frame: 256 KiB
 def run(tree: Path, clip: Path, fn: str, out: Path, memory: str, work: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{work}:{tree / 'src'}"}
     argv = [sys.executable, "-m", "hyperframes", "map", str(clip), f"answers:{fn}", "--out",
-            str(out), "--size", "160x90", "--workers", "2", "--memory", memory, "--json",
-            "--overwrite"]  # fmt: skip
+            str(out), "--workers", "2", "--memory", memory, "--json", "--overwrite"]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=work)
     root, peak, done = psutil.Process(proc.pid), [0], threading.Event()
@@ -69,7 +68,8 @@ def run(tree: Path, clip: Path, fn: str, out: Path, memory: str, work: Path) -> 
     if proc.returncode:
         return {"wall": wall, "pss": peak[0], "error": err.decode().strip()[-300:]}
     report = json.loads(stdout.decode().strip().splitlines()[-1])
-    return {"wall": wall, "pss": peak[0], "budget": report["memory_budget"]}
+    return {"wall": wall, "pss": peak[0], "budget": report["memory_budget"],
+            "batch": report["batch_size"], "slots": report["pool_slots"]}  # fmt: skip
 
 
 def rows(path: Path) -> list:
@@ -94,17 +94,26 @@ def main() -> None:
                     args.before], check=True)  # fmt: skip
     try:
         clip = copied(bunny(), args.frames, work / f"bunny-{args.frames}.mp4")
-        print(f"# {args.frames} frames, --memory {args.memory}, 2 workers; whole command each")
-        print(f"{'answers':<9}{'format':<9}{'tree':<8}{'wall s':>8}{'peak PSS MiB':>14}  note")
+        print(f"# {args.frames} frames of 720p, --memory {args.memory}, 2 workers; whole command")
+        print("# over tiny: peak PSS above the same tree's run of tiny answers (same format)")
+        print(f"{'answers':<9}{'format':<9}{'tree':<8}{'wall s':>8}{'peak PSS MiB':>14}"
+              f"{'over tiny':>11}  note")  # fmt: skip
+        tiny: dict[tuple[str, str], float] = {}
         for fn in args.fns.split(","):
             for suffix in (".jsonl", ".parquet"):
                 got = {}
                 for name, tree in (("ours", ROOT), ("before", before)):
                     out = work / f"{name}-{fn}{suffix}"
                     got[name] = r = run(tree, clip, fn, out, args.memory, work)
-                    note = r.get("error", f"budget {r.get('budget', 0) / 2**20:.0f} MiB")
+                    base = tiny.setdefault((name, suffix), r["pss"]) if fn == "tiny" else None
+                    over = (r["pss"] - tiny.get((name, suffix), r["pss"])) / 2**20
+                    note = r.get("error") or (
+                        f"budget {r['budget'] / 2**20:.0f} MiB, batch {r['batch']} x "
+                        f"{r['slots']} slots"
+                    )
                     print(f"{fn:<9}{suffix[1:]:<9}{name:<8}{r['wall']:>8.1f}"
-                          f"{r['pss'] / 2**20:>14.0f}  {note}")  # fmt: skip
+                          f"{r['pss'] / 2**20:>14.0f}{over:>11.0f}  {note}")  # fmt: skip
+                    del base
                 if "error" not in got["ours"] and "error" not in got["before"]:
                     same = rows(work / f"ours-{fn}{suffix}") == rows(work / f"before-{fn}{suffix}")
                     ratio = got["ours"]["pss"] / got["before"]["pss"]
