@@ -75,7 +75,7 @@ class ImageSequenceSink(Sink):
         overwrite: bool = False,
         params: list[int] | None = None,
     ) -> None:
-        self.directory = Path(directory)
+        self.directory = Path(os.path.abspath(directory))  # user code may change folders
         self.pattern, self.overwrite = pattern, overwrite
         self.workers = workers or default_workers()
         self.params = list(params or [])

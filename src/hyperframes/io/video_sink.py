@@ -136,7 +136,7 @@ class VideoSink(Sink):
             raise ValueError(
                 f"input_pix_fmt must be 'native' or one of {sorted(NATIVE)}, got {input_pix_fmt!r}"
             )
-        self.path = Path(path)
+        self.path = Path(os.path.abspath(path))  # user code may change the working folder
         check_output(self.path, overwrite=overwrite)
         self.codec, self.pix_fmt, self.fps = codec, pix_fmt, fps
         self.input_pix_fmt = input_pix_fmt

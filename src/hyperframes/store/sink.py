@@ -150,7 +150,7 @@ class StoreSink(Sink):
         unknown = sorted(options.keys() - StoreOptions.__optional_keys__)
         if unknown:
             raise TypeError(f"StoreSink() got unexpected keyword arguments: {', '.join(unknown)}")
-        self.path = Path(path)
+        self.path = Path(os.path.abspath(path))  # user code may change the working folder
         self.options = options
         self._writer: StoreWriter | None = None
         self._granted: int | None = None
