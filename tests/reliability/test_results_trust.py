@@ -174,8 +174,13 @@ def test_a_value_that_cannot_be_stored_fails_at_its_frame_keeping_the_rows(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "frame 27, column 'value'" in err[0] and "object" in err[0]
     assert resume_point(model / f"o{suffix}") == 27  # every row before it kept
-    monkeypatch.setenv("FAIL_AT", "-1")  # the function fixed
-    assert run_map(clip, "odd", f"o{suffix}", "--resume") == 0
+    source = (model / "trustmodel.py").read_text()  # the function fixed, as the error asks
+    fixed = source.replace("object() if", "float(f.mean()) if")
+    (model / "trustmodel.py").write_text(fixed)
+    sys.modules.pop("trustmodel", None)
+    assert run_map(clip, "odd", f"o{suffix}", "--resume", "--json") == 0
+    notes = json.loads(capsys.readouterr().out)["extra"]["sink"]
+    assert notes["function_changed_at"] == 27  # the report says whose rows are whose
     assert run_map(clip, "odd", f"whole{suffix}") == 0
     assert read_rows(model / f"o{suffix}") == read_rows(model / f"whole{suffix}")
 

@@ -28,8 +28,9 @@ output beside the parts (the output's space). Either can be killed at any moment
 An interrupted run's folder stays. :func:`resume_point` says where it stopped: after the
 last part whose record checks out (a part missing, cut short or changed is dropped with all
 after it, and recomputed). A ``ResultsSink(..., resume=True)`` with the same job continues
-it (a different job is refused with one line naming what differs; a run that starts before
-the frame the rows kept end at is refused too), and the joined file equals an
+it (a different job is refused with one line naming what differs, except a function
+fixed after its answer could not be stored; a run that starts before the frame the rows
+kept end at is refused too), and the joined file equals an
 uninterrupted run's, row for row. A run whose rows were all written finishes its join when
 resumed with no frames to compute. Without ``resume``, a folder left by a killed run is
 refused unless ``overwrite``.
@@ -96,6 +97,9 @@ ENGINE_KEYS = frozenset({"pts", "hyperframe", "hf_pos", "hf_len", "distance", "a
 JOB_FILE = "job.json"
 LOCK_FILE = "writer.lock"
 DONE_FILE = "done.json"
+STOPPED_FILE = "stopped.json"
+"""Where the sink notes the frame whose answer it could not store: a resume may then run a
+fixed function (the rows before that frame are the earlier code's, and the report says so)."""
 JOINING = "joining.parquet"
 JOB_KEY = b"hyperframes.job"
 """Where a Parquet output keeps the job that made it (key-value metadata)."""
@@ -220,6 +224,7 @@ class ResultsSink(Sink):
         self._lock: int | None = None
         self._parts = 0  # the number the next part takes
         self._last: int | None = None  # the last frame written
+        self.fixed_after: int | None = None  # a resume ran a fixed function from this frame
 
     def footprint(self, spec: FrameSpec, facts: dict[str, Any]) -> Footprint:
         return Footprint("results", least=LEAST_BYTES, wants=WANTS_BYTES)
@@ -227,7 +232,8 @@ class ResultsSink(Sink):
     def grant(self, nbytes: int) -> None:
         """Rows wait for their part up to a share of ``nbytes``: writing a part converts
         them while they are still held, which takes about their bytes again for JSON
-        Lines and, measured, five times them for Parquet (Arrow's builders, the encoder)."""
+        Lines and, measured, several times them for Parquet (Arrow's builders, the
+        encoder, the join's reads: ``benchmarks/results_memory.py``)."""
         self._limit = max(1, nbytes // CONVERSION[self.format])
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
@@ -324,6 +330,8 @@ class ResultsSink(Sink):
 
     def notes(self) -> dict[str, Any]:
         notes: dict[str, Any] = {"rows": self.rows_written}
+        if self.fixed_after is not None:  # the rows before it are the earlier code's
+            notes["function_changed_at"] = self.fixed_after
         if self.warnings:
             notes["warnings"] = list(self.warnings)
         return notes
@@ -335,15 +343,21 @@ class ResultsSink(Sink):
         try:
             value = plain(raw)
         except NotStorable as exc:
+            self._stopped_at(frame)
             raise RowError(f"frame {frame}, column {key!r}: {exc}") from None
         columns = value if isinstance(value, dict) else {key: value}
         for name, item in columns.items():
             if name in INDEX_COLUMNS:
+                self._stopped_at(frame)
                 raise RowError(
                     f"frame {frame}: the answer has a key {name!r}, which names one of the "
                     f"results file's own columns ({', '.join(INDEX_COLUMNS)}); rename it"
                 )
             row[name] = item
+
+    def _stopped_at(self, frame: int) -> None:
+        with contextlib.suppress(OSError):
+            write_output(self.folder / STOPPED_FILE, json.dumps({"frame": frame}), overwrite=True)
 
     def _check_order(self, first: int) -> None:
         """Refuse frames that come before those written: they would be rows twice."""
@@ -399,11 +413,18 @@ class ResultsSink(Sink):
             fsync_path(self.folder.parent)
 
     def _check_job(self, recorded: dict[str, Any]) -> None:
-        differs = [
-            f"{key}: {recorded.get(key)!r} then, {self.job.get(key)!r} now"
-            for key in sorted(set(recorded) | set(self.job))
-            if recorded.get(key) != self.job.get(key)
+        """Refuse another job's rows; a function changed after its answer at a frame could
+        not be stored (the fix the error asked for) is taken, and noted."""
+        keys = [
+            k for k in sorted(set(recorded) | set(self.job)) if recorded.get(k) != self.job.get(k)
         ]
+        stopped = self.folder / STOPPED_FILE
+        if keys == ["function"] and stopped.is_file():
+            self.fixed_after = int(json.loads(stopped.read_text())["frame"])
+            write_output(self.folder / JOB_FILE, json.dumps(self.job), overwrite=True)
+            stopped.unlink()
+            return
+        differs = [f"{k}: {recorded.get(k)!r} then, {self.job.get(k)!r} now" for k in keys]
         if differs:
             raise ResumeRefused(
                 f"the rows in {str(self.folder)!r} were made by another job "
