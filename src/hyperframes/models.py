@@ -58,6 +58,11 @@ def load(spec: str) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(f"cannot import module {module_name!r}: {exc}") from exc
+    except SystemExit as exc:  # the module's own top level: not the end of the command
+        raise ValueError(
+            f"importing module {module_name!r} called sys.exit({exc.code!r}); keep what a "
+            'script does at its top level under `if __name__ == "__main__":`'
+        ) from exc
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ValueError(f"module {module_name!r} has no function or class {attr!r}")

@@ -439,3 +439,90 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "FAIL_AT"} | {
         "FAIL_AT": os.environ.get("FAIL_AT", "-1")
     }
+
+
+# -- kills at random moments of the join, and what a kill can leave ---------------------
+
+JOIN_SLOWLY = """
+import random, signal, sys, time
+import pyarrow.parquet as pq
+import hyperframes.io._parts as parts
+import hyperframes.io.results as results
+results.PART_ROWS = 4
+real_copy, real_read = parts.shutil.copyfileobj, pq.read_table
+
+def slow_copy(*args, **kwargs):
+    time.sleep(0.02)
+    return real_copy(*args, **kwargs)
+
+def slow_read(*args, **kwargs):
+    time.sleep(0.02)
+    return real_read(*args, **kwargs)
+
+parts.shutil.copyfileobj, pq.read_table = slow_copy, slow_read
+from hyperframes.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_join_killed_at_a_random_moment_resumes_to_the_same_file(model, clip, suffix, seed):
+    import os
+    import random
+    import signal
+    import time
+
+    out = model / f"r{suffix}"
+    argv = ["map", str(clip), "trustmodel:brightness", "--out", str(out), "--batch-size", "4"]
+    child = subprocess.Popen(
+        [sys.executable, "-c", JOIN_SLOWLY, *argv], cwd=model,
+        env={**_env(), "PYTHONPATH": str(model)}, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    done = parts_folder(out) / "done.json"
+    deadline = time.monotonic() + 60
+    while not done.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(random.Random(seed).uniform(0, 0.2))  # somewhere in the join
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert main([*argv, "--resume"]) == 0
+    assert main([*argv[:3], "--out", str(model / f"whole{suffix}"), "--batch-size", "4"]) == 0
+    assert read_rows(out) == read_rows(model / f"whole{suffix}")
+    assert not parts_folder(out).exists()
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_a_run_killed_after_it_published_is_complete(model, clip, suffix, capsys, monkeypatch):
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as a kill between the publish and the clean-up
+
+    with monkeypatch.context() as patch:
+        patch.setattr(results.shutil, "rmtree", killed)
+        assert run_map(clip, "brightness", f"f{suffix}") == 130
+    assert (model / f"f{suffix}").is_file() and parts_folder(model / f"f{suffix}").is_dir()
+    assert run_map(clip, "brightness", f"f{suffix}", "--resume", "--stop", "30") == 1
+    assert "another job" in capsys.readouterr().err
+    assert run_map(clip, "brightness", f"f{suffix}", "--resume") == 0
+    assert not parts_folder(model / f"f{suffix}").exists()
+    assert run_map(clip, "brightness", f"whole{suffix}") == 0
+    assert read_rows(model / f"f{suffix}") == read_rows(model / f"whole{suffix}")
+
+
+def test_rows_whose_job_record_was_lost_are_refused_in_one_line(model, clip, capsys, monkeypatch):
+    monkeypatch.setenv("FAIL_AT", "30")
+    assert run_map(clip, "brightness", "l.jsonl") == 1
+    (parts_folder(model / "l.jsonl") / "job.json").unlink()
+    monkeypatch.setenv("FAIL_AT", "-1")
+    capsys.readouterr()
+    assert run_map(clip, "brightness", "l.jsonl", "--resume") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lost their job record" in err[0] and "--overwrite" in err[0]
+    assert run_map(clip, "brightness", "l.jsonl", "--overwrite") == 0
+
+
+def test_sys_exit_when_the_module_is_imported_is_one_line(model, clip, capsys):
+    (model / "exitsonimport.py").write_text("import sys\nsys.exit(0)\n")
+    assert main(["map", str(clip), "exitsonimport:f", "--out", "i.jsonl"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sys.exit(0)" in err[0]

@@ -125,9 +125,9 @@ def _resumed_source(args: argparse.Namespace, out: Path, options: dict[str, Any]
 def _finished(out: Path, job: dict[str, Any]) -> int:
     """``--resume`` on a finished results file: nothing to do when it is this job's, else
     refused (a JSON Lines file keeps no record of its job, so it cannot be vouched for)."""
-    from ..io.results import ResumeRefused, job_of, parts_folder
+    from ..io.results import ResumeRefused, job_of, parts_folder, published_job
 
-    recorded = job_of(out)
+    recorded = job_of(out) or published_job(out)
     if recorded is None:
         raise ResumeRefused(
             f"{str(out)!r} is already complete and keeps no record of the job that made it "

@@ -149,6 +149,18 @@ def job_of(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
 
 
+def published_job(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The job of a run that published ``path`` and was stopped before it removed its
+    parts folder (its rows all joined), else ``None``."""
+    folder = parts_folder(path)
+    if not (folder / DONE_FILE).is_file() or any(folder.glob("part-*")):
+        return None
+    try:
+        return dict(json.loads((folder / JOB_FILE).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def format_of(path: str | os.PathLike[str]) -> str:
     """``"jsonl"`` or ``"parquet"`` from the suffix, else ``ValueError``."""
     suffix = Path(path).suffix.lower()
@@ -253,6 +265,12 @@ class ResultsSink(Sink):
             return
         if any(self.folder.glob("part-*")) and not self.overwrite:
             self._unlock()
+            if self.resume:
+                raise ResumeRefused(
+                    f"the rows kept in {str(self.folder)!r} have lost their job record "
+                    f"({JOB_FILE}), so no resume can vouch for them; pass --overwrite to "
+                    "compute them again"
+                )
             raise FileExistsError(
                 f"an interrupted run left rows of {str(self.path)!r} in {str(self.folder)!r}; "
                 "pass resume (--resume) to continue them or overwrite (--overwrite) to start again"
