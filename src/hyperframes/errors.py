@@ -70,13 +70,18 @@ class UserExit(HyperframesError, RuntimeError):
 
 
 def as_run_error(exc: BaseException, *, main_thread: bool) -> BaseException:
-    """``exc`` as the run's error: a ``SystemExit`` from user code, or a
-    ``KeyboardInterrupt`` raised where no signal can raise one (off the main thread), as a
-    :class:`UserExit` that keeps its notes; anything else as it is."""
+    """``exc`` as the run's error: a ``SystemExit`` from user code, a
+    ``KeyboardInterrupt`` raised where no signal can raise one (off the main thread), or
+    another ``BaseException`` that is not an ``Exception``, as a :class:`UserExit` that
+    keeps its notes; anything else as it is."""
     if isinstance(exc, SystemExit):
         what = f"called sys.exit({exc.code!r})"
-    elif isinstance(exc, KeyboardInterrupt) and not main_thread:
+    elif isinstance(exc, KeyboardInterrupt):
+        if main_thread:  # Ctrl-C, or a signal raised as it: the user stops the run
+            return exc
         what = "raised KeyboardInterrupt"
+    elif not isinstance(exc, Exception | GeneratorExit):
+        what = f"raised {type(exc).__name__}, a BaseException that is not an Exception"
     else:
         return exc
     error = UserExit(f"the function {what} inside the run; raise an exception to fail a frame")

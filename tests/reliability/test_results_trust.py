@@ -82,6 +82,12 @@ class Unprintable(Exception):
 def unprintable(frames):
     raise Unprintable()
 
+class Halt(BaseException):
+    pass
+
+def halts(frames):
+    raise Halt("not an Exception")
+
 def two_lines(frames):
     error = ValueError("first line\\nsecond line")
     error.add_note("a note\\nover two lines")
@@ -402,7 +408,7 @@ def test_the_users_prints_stay_off_json_output(model, clip):
 
 
 @pytest.mark.parametrize("executor", ["threads", "processes"])
-@pytest.mark.parametrize("fn", ["unprintable", "two_lines", "brightness"])
+@pytest.mark.parametrize("fn", ["unprintable", "two_lines", "brightness", "halts"])
 def test_every_error_is_one_line(model, clip, executor, fn, monkeypatch):
     monkeypatch.setenv("FAIL_AT", "3")
     code = (

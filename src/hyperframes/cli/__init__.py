@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 
 from .._version import __version__
+from ..errors import as_run_error
 from . import analyze, bench, demo, doctor, map_job, render, store, tune, video, view
 from .common import UsageError, as_flags, fail, stdout_fenced
 from .paths import absolute_paths, check_paths
@@ -61,11 +62,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a SystemExit here came from user code
         if args.debug:
             raise
-        code = fail(exc, flags=flags_of(parser, args.command))
+        error = as_run_error(exc, main_thread=True)
+        code = fail(error, flags=flags_of(parser, args.command))
         return 2 if isinstance(exc, UsageError) else code
+    except BaseException as exc:  # another BaseException of the user's: one line too
+        if args.debug:
+            raise
+        return fail(as_run_error(exc, main_thread=True), flags=flags_of(parser, args.command))
 
 
 def run() -> None:
