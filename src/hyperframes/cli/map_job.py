@@ -58,7 +58,7 @@ def run_map(args: argparse.Namespace) -> int:
     from .. import Pipeline
     from .._identity import code_identity
     from ..io.fingerprint import video_fingerprint
-    from ..io.results import ResultsSink, format_of, parts_folder
+    from ..io.results import ResultsSink, format_of, has_parts
     from ..io.video import VideoSource
     from ..models import PerWorker, load
     from .common import UsageError, emit_report
@@ -83,7 +83,7 @@ def run_map(args: argparse.Namespace) -> int:
                     ("size", "start", "stop", "every", "on_corrupt", "reuse_target", "agree")},
     }  # fmt: skip
     out = Path(args.out)
-    if args.resume and out.exists() and not any(parts_folder(out).glob("part-*")):
+    if args.resume and out.exists() and not has_parts(out):
         return _finished(out, job)
     options = {"size": args.size, "step": args.every, "on_corrupt": args.on_corrupt}
     source = _resumed_source(args, out, options) if args.resume else None

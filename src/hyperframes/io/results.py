@@ -149,11 +149,17 @@ def job_of(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
 
 
+def has_parts(path: str | os.PathLike[str]) -> bool:
+    """Whether a run left part files of ``path`` (rows not yet in the output)."""
+    suffix = FORMATS.get(Path(path).suffix.lower(), "")
+    return any(parts_folder(path).glob(f"part-*.{suffix}"))
+
+
 def published_job(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The job of a run that published ``path`` and was stopped before it removed its
     parts folder (its rows all joined), else ``None``."""
     folder = parts_folder(path)
-    if not (folder / DONE_FILE).is_file() or any(folder.glob("part-*")):
+    if not (folder / DONE_FILE).is_file() or has_parts(path):
         return None
     try:
         return dict(json.loads((folder / JOB_FILE).read_text()))
