@@ -47,6 +47,10 @@ def odd(frames):
     # not storable from a chosen frame on (FAIL_AT); brightness before it
     return [object() if int(f[0, 0, 1]) == fail_at() else float(f.mean()) for f in frames]
 
+def noise(frames):                   # a mask of noise a frame: what compresses badly
+    return [np.random.default_rng(int(f[0, 0, 1])).integers(0, 256, (48, 48), np.uint8)
+            for f in frames]
+
 def reserved(frames):
     return [{"time": 1.5, "mean": float(f.mean())} for f in frames]
 
@@ -534,3 +538,30 @@ def test_sys_exit_when_the_module_is_imported_is_one_line(model, clip, capsys):
     assert main(["map", str(clip), "exitsonimport:f", "--out", "i.jsonl"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sys.exit(0)" in err[0]
+
+
+# -- a real full disk -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_a_full_disk_mid_run_or_mid_join_loses_no_row(model, clip, suffix, tmpfs, capsys):
+    assert run_map(clip, "noise", f"whole{suffix}") == 0
+    size_kib = (model / f"whole{suffix}").stat().st_size // 1024
+    # mid-run: the parts do not fit; mid-join (Parquet writes the output beside its parts):
+    # the parts fit, the output does not
+    for room, where in ((size_kib // 2, "run"), (size_kib * 3 // 2 + 64, "join")):
+        if where == "join" and suffix == ".jsonl":
+            continue  # a JSON Lines join appends in place: it needs no room of its own
+        folder, resize = tmpfs(room)
+        out = folder / f"r{suffix}"
+        capsys.readouterr()
+        assert run_map(clip, "noise", str(out)) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "No space left" in err[0], err
+        assert not out.exists() and resume_point(out) < 60 or results.rows_done(out)
+        if where == "join":
+            assert results.rows_done(out) and "--resume" in err[0]
+        resize(size_kib * 4 + 256)
+        assert run_map(clip, "noise", str(out), "--resume") == 0
+        assert read_rows(out) == read_rows(model / f"whole{suffix}")
+        assert not parts_folder(out).exists()
