@@ -51,6 +51,9 @@ def noise(frames):                   # a mask of noise a frame: what compresses 
     return [np.random.default_rng(int(f[0, 0, 1])).integers(0, 256, (48, 48), np.uint8)
             for f in frames]
 
+def heavy(frames):                   # a 256 x 256 float32 map a frame: 256 KiB
+    return [np.full((256, 256), f.mean(), np.float32) for f in frames]
+
 def reserved(frames):
     return [{"time": 1.5, "mean": float(f.mean())} for f in frames]
 
@@ -567,3 +570,44 @@ def test_a_full_disk_mid_run_or_mid_join_loses_no_row(model, clip, suffix, tmpfs
         assert run_map(clip, "noise", str(out), "--resume") == 0
         assert read_rows(out) == read_rows(model / f"whole{suffix}")
         assert not parts_folder(out).exists()
+
+
+# -- 3. memory bounded by answers -------------------------------------------------------
+
+PEAK = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True)
+assert done.returncode == 0, done.stderr.decode()[-500:]
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def test_heavy_answers_stay_within_the_sinks_share_of_the_plan(model, tmp_path):
+    """400 answers of 256 KiB (about 900 MiB as Python lists, which rows buffered by count
+    held at once): the peak RSS over a run of tiny answers stays within the share of the
+    plan the results sink takes (64 MiB), with room for the answers in flight."""
+    import av
+
+    clip = tmp_path / "long.mkv"
+    with av.open(str(clip), "w") as out:
+        stream = out.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 32, 32, "yuv420p"
+        for i in range(400):
+            frame = np.full((32, 32, 3), i % 256, np.uint8)
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, "rgb24")))
+        out.mux(stream.encode())
+
+    def peak_kib(fn: str) -> int:
+        argv = [sys.executable, "-m", "hyperframes", "map", str(clip), f"trustmodel:{fn}",
+                "--out", str(tmp_path / f"{fn}.parquet"), "--batch-size", "4",
+                "--memory", "128MiB"]  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", PEAK, *argv], cwd=model, capture_output=True, text=True,
+            env={**_env(), "PYTHONPATH": str(model)}, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.strip())
+
+    over_mib = (peak_kib("heavy") - peak_kib("brightness")) / 1024
+    assert over_mib < results.WANTS_BYTES / 2**20 + 32, over_mib
+    assert len(read_rows(tmp_path / "heavy.parquet")) == 400
