@@ -228,13 +228,13 @@ def stdout_fenced(enabled: bool) -> Iterator[None]:
     original = sys.stdout
     original.flush()
     try:
-        fd = original.fileno()
+        fd, err = original.fileno(), sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
-        fd = None  # a stream of Python's own (a test's capture): swapping it is enough
+        fd = err = None  # streams of Python's own (a test's capture): swapping is enough
     saved = None
-    if fd is not None:
+    if fd is not None and err is not None:
         saved = os.dup(fd)
-        os.dup2(sys.stderr.fileno(), fd)
+        os.dup2(err, fd)
         report: TextIO = os.fdopen(os.dup(saved), "w", encoding="utf-8")
     else:
         report = original
