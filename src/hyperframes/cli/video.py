@@ -136,7 +136,8 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     if Path(args.input).resolve() == Path(args.output).resolve():
         raise ValueError("the output is the input; write to another path")
 
-    planar = planar_path(args, probe(args.input))
+    facts = probe(args.input)
+    planar = planar_path(args, facts)
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
     filter_spec = getattr(args, "map", None)  # demo's runs have no --map nor --chunks
     if filter_spec is not None:
@@ -144,7 +145,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
         if args.chunks is not None:
             raise UsageError("--map runs in one process for now; drop --chunks")
     if getattr(args, "chunks", None) is not None:
-        return transcode_chunked(args, pix_fmt)
+        return not_carried(*transcode_chunked(args, pix_fmt), facts)
 
     def make() -> VideoSource:
         # the source resizes every frame to --size as it decodes it, so a stream whose
@@ -168,6 +169,28 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     skipped = getattr(source, "skipped", [])
     if skipped:
         extra["skipped_frames"] = skipped
+    return not_carried(report, extra, facts)
+
+
+def not_carried(
+    report: RunReport, extra: dict[str, Any], facts: dict[str, Any]
+) -> tuple[RunReport, dict[str, Any]]:
+    """Say which of the input's streams and chapters the output does not carry (the video
+    alone is written): ``report.extra["streams"]`` and a warning line, never silence."""
+    dropped = [
+        f"{s['type']} {s['codec']}" + (f" ({s['language']})" if s.get("language") else "")
+        + f" (stream {s['index']})"
+        for s in facts.get("streams", [])
+    ]  # fmt: skip
+    if facts.get("chapters"):
+        dropped.append(f"{facts['chapters']} chapters")
+    if dropped:
+        report.extra["streams"] = {
+            "carried": ["video"],
+            "dropped": facts.get("streams", []),
+            "warnings": [f"not carried to the output: {', '.join(dropped)}; transcode writes "
+                         "the video stream alone"],
+        }  # fmt: skip
     return report, extra
 
 

@@ -221,8 +221,9 @@ def probe(path: str | os.PathLike[str]) -> dict[str, Any]:
         A dict with ``path``, ``container``, ``codec``, ``width``, ``height``, ``pix_fmt``,
         ``fps`` (average), ``rate`` (the same as a fraction string), ``time_base``,
         ``start_time`` and ``duration`` in seconds, ``frames`` (``None`` when unknown),
-        ``frames_estimated``, ``bit_rate`` (bits/s or ``None``) and ``vfr`` (whether a
-        variable frame rate is suspected).
+        ``frames_estimated``, ``bit_rate`` (bits/s or ``None``), ``vfr`` (whether a
+        variable frame rate is suspected), ``streams`` (every other stream, as
+        :func:`other_streams` lists them) and ``chapters`` (how many).
 
     Raises:
         MediaError: the file cannot be opened as a video.
@@ -230,6 +231,8 @@ def probe(path: str | os.PathLike[str]) -> dict[str, Any]:
     container, stream = open_video(path)
     try:
         facts = stream_facts(container, stream)
+        facts["streams"] = other_streams(container, stream)
+        facts["chapters"] = len(container.chapters()) if hasattr(container, "chapters") else 0
         try:
             facts["vfr"] = vfr_suspected(container, stream)
         except av.FFmpegError as exc:
@@ -240,3 +243,24 @@ def probe(path: str | os.PathLike[str]) -> dict[str, Any]:
         return facts
     finally:
         container.close()
+
+
+def other_streams(container: Any, video: Any) -> list[dict[str, Any]]:
+    """The streams of ``container`` besides ``video`` (audio, subtitles, data, other
+    video): index, type, codec, language, and for audio its rate and channels."""
+    found = []
+    for each in container.streams:
+        if each.index == video.index:
+            continue
+        context = getattr(each, "codec_context", None)
+        entry: dict[str, Any] = {
+            "index": each.index,
+            "type": each.type,
+            "codec": getattr(context, "name", None) or "unknown",
+            "language": (each.metadata or {}).get("language"),
+        }
+        if each.type == "audio":
+            entry["rate"] = getattr(context, "sample_rate", None)
+            entry["channels"] = getattr(context, "channels", None)
+        found.append(entry)
+    return found
