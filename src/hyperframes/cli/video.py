@@ -156,7 +156,8 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
         )  # fmt: skip
 
     source: VideoSource | Looped = Looped(make, times=args.loop) if args.loop > 1 else make()
-    sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None)
+    # the sound goes along, copied, where the frames keep the input's clock
+    sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None, sound=args.loop == 1)
     pipeline = Pipeline.from_source(source, batch_size=args.batch_size)
     if filter_spec is not None:
         from ..models import load
@@ -175,22 +176,27 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
 def not_carried(
     report: RunReport, extra: dict[str, Any], facts: dict[str, Any]
 ) -> tuple[RunReport, dict[str, Any]]:
-    """Say which of the input's streams and chapters the output does not carry (the video
-    alone is written): ``report.extra["streams"]`` and a warning line, never silence."""
+    """Say which of the input's streams the output copied (its audio, where the container
+    takes the codec and the frames keep the input's clock) and which it does not carry,
+    with the chapters: ``report.extra["streams"]`` and a warning line, never silence."""
+    sound = report.extra.get("sink", {}).get("sound", {})
+    copied = {c["index"] for c in sound.get("copied", [])}
+    why = {d["index"]: d["why"] for d in sound.get("dropped", [])}
+    left = [s for s in facts.get("streams", []) if s["index"] not in copied]
     dropped = [
         f"{s['type']} {s['codec']}" + (f" ({s['language']})" if s.get("language") else "")
-        + f" (stream {s['index']})"
-        for s in facts.get("streams", [])
+        + f" (stream {s['index']}: {why.get(s['index'], 'not carried by this command yet')})"
+        for s in left
     ]  # fmt: skip
     if facts.get("chapters"):
         dropped.append(f"{facts['chapters']} chapters")
-    if dropped:
+    if dropped or copied:
         report.extra["streams"] = {
-            "carried": ["video"],
-            "dropped": facts.get("streams", []),
-            "warnings": [f"not carried to the output: {', '.join(dropped)}; transcode writes "
-                         "the video stream alone"],
+            "copied": sorted(copied),
+            "dropped": [s | {"why": why.get(s["index"], "not carried yet")} for s in left],
         }  # fmt: skip
+    if dropped:
+        report.extra["streams"]["warnings"] = [f"not in the output: {', '.join(dropped)}"]
     return report, extra
 
 

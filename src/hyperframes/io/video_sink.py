@@ -30,6 +30,7 @@ from .base import Sink
 from .formats import CHANNELS, check_frames, frame_format, i420_spec
 from .layouts import NATIVE, Layout, encodable_twin, layout_for, tags_in
 from .publish import check_output, publish, temp_beside
+from .sound import SoundCopy
 
 ENCODERS = ("libx264", "libx265", "ffv1", "libvpx-vp9", "mpeg4")
 _CRF_CODECS = frozenset({"libx264", "libx265", "libvpx-vp9"})
@@ -75,6 +76,9 @@ class VideoSink(Sink):
             (``VideoSource(pix_fmt="native")``, ``StoreSource(pix_fmt="native")``); the
             encoder gets that pixel format unless ``pix_fmt`` says another. By default
             the frames' shape says rgb24, gray or rgba.
+        sound: copy the audio streams of the video the run reads (``info["path"]``)
+            into the output as they are, in step with the frames' times
+            (:class:`~.sound.SoundCopy`); ``notes()["sound"]`` says what was copied.
 
     Raises:
         ValueError: unknown or unavailable codec, or an option the codec does not take.
@@ -114,6 +118,7 @@ class VideoSink(Sink):
         overwrite: bool = False,
         options: dict[str, str] | None = None,
         input_pix_fmt: str | None = None,
+        sound: bool = False,
     ) -> None:
         available = [name for name in ENCODERS if name in av.codecs_available]
         if codec not in available:
@@ -157,6 +162,8 @@ class VideoSink(Sink):
         self._frame_seconds = 1 / 30
         self._step = 0  # between the last two timestamps
         self.retimed = 0  # frames whose timestamp went backwards or repeated
+        self.sound = sound
+        self._sound: SoundCopy | None = None
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Create the temporary file and the encoder for frames of ``spec``."""
@@ -208,6 +215,12 @@ class VideoSink(Sink):
             self.close(ok=False)
             raise MediaError(f"cannot set up {self.codec} for {str(self.path)!r}: {exc}") from exc
         self._stream, self._spec = stream, spec
+        if self.sound and info.get("path"):
+            try:
+                self._sound = SoundCopy(str(info["path"]), self._container, self.path.suffix)
+            except (av.FFmpegError, OSError) as exc:
+                self.close(ok=False)
+                raise MediaError(f"cannot read the sound of {info['path']!r}: {exc}") from exc
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
         """Encode one batch; timestamps come from ``meta["pts"]`` when present."""
@@ -224,6 +237,8 @@ class VideoSink(Sink):
                 video_frame.time_base = self._time_base
                 video_frame.pts = self._next_pts(None if pts is None else float(pts[number]))
                 self._container.mux(self._stream.encode(video_frame))
+            if self._sound is not None:  # the sound up to the last frame written
+                self._sound.until(self._origin + float(self._last_pts * self._time_base))
         except av.FFmpegError as exc:
             raise MediaError(
                 f"encoding {str(self.path)!r} with {self.codec} failed: {exc}"
@@ -244,6 +259,11 @@ class VideoSink(Sink):
         try:
             if ok and container is not None and stream is not None and self.frames_written:
                 container.mux(stream.encode(None))
+                if self._sound is not None:  # the sound up to the end of the last frame
+                    step = self._step or round(self._frame_seconds / self._time_base)
+                    self._sound.until(
+                        self._origin + float((self._last_pts + step) * self._time_base)
+                    )
                 container.close()
                 container = None
                 publish(self.temp, self.path)
@@ -256,6 +276,8 @@ class VideoSink(Sink):
         except av.FFmpegError as exc:
             raise MediaError(f"finishing {str(self.path)!r} failed: {exc}") from exc
         finally:
+            if self._sound is not None:
+                self._sound.close()
             if container is not None:
                 with contextlib.suppress(av.FFmpegError):  # the file is removed anyway
                     container.close()
@@ -303,6 +325,15 @@ class VideoSink(Sink):
             if base is None or (self.codec == "mpeg4" and base.denominator > 65535):
                 base = Fraction(1, 60000 if self.codec == "mpeg4" else 90000)
             self._time_base, self._origin = base, float(pts[0])
+            if self._sound is not None:
+                self._sound.start(self._origin)
+        elif self._sound is not None:  # frames without times: no clock to follow
+            self._sound.dropped += [
+                c | {"why": "the frames carry no times"} for c in self._sound.copied
+            ]
+            self._sound.copied = []
+            self._sound.close()
+            self._sound = None
         self._stream.codec_context.time_base = self._time_base
 
     def _next_pts(self, seconds: float | None) -> int:
@@ -325,8 +356,12 @@ class VideoSink(Sink):
 
     def notes(self) -> dict[str, Any]:
         """``retimed_frames``: how many frames got a new timestamp because theirs went
-        backwards or repeated (none: an empty dict)."""
-        return {"retimed_frames": self.retimed} if self.retimed else {}
+        backwards or repeated; ``sound``: the input's audio streams copied and dropped
+        (with ``sound=True``)."""
+        notes: dict[str, Any] = {"retimed_frames": self.retimed} if self.retimed else {}
+        if self._sound is not None:
+            notes["sound"] = {"copied": self._sound.copied, "dropped": self._sound.dropped}
+        return notes
 
     def __repr__(self) -> str:
         return f"VideoSink({str(self.path)!r}, codec={self.codec!r}, options={self.options})"
