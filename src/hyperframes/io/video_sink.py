@@ -359,7 +359,7 @@ class VideoSink(Sink):
         backwards or repeated; ``sound``: the input's audio streams copied and dropped
         (with ``sound=True``)."""
         notes: dict[str, Any] = {"retimed_frames": self.retimed} if self.retimed else {}
-        if self._sound is not None:
+        if self._sound is not None and (self._sound.copied or self._sound.dropped):
             notes["sound"] = {"copied": self._sound.copied, "dropped": self._sound.dropped}
         return notes
 
