@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import av
 import psutil
@@ -160,10 +161,13 @@ def command(mode: str, clip: Path, out: Path, model: str = MODEL) -> list[str]:
     return [sys.executable, __file__, "--child", mode, str(clip), str(out)]
 
 
-def measure(argv: list[str]) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": f"{HERE}:{os.environ.get('PYTHONPATH', '')}"}
+def measure(
+    argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, Any]:
+    """``argv``'s wall time and the peak PSS of its process tree (and its stdout, ``out``)."""
+    env = env or {**os.environ, "PYTHONPATH": f"{HERE}:{os.environ.get('PYTHONPATH', '')}"}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
     root, peak, done = psutil.Process(proc.pid), [0], threading.Event()
 
     def sample() -> None:
@@ -173,13 +177,13 @@ def measure(argv: list[str]) -> dict[str, float]:
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    _, err = proc.communicate()
+    out, err = proc.communicate()
     wall = time.perf_counter() - t0
     done.set()
     sampler.join()
     if proc.returncode:
         raise RuntimeError(f"{argv[:3]} failed ({proc.returncode}): {err.decode()[-800:]}")
-    return {"wall": wall, "pss": peak[0]}
+    return {"wall": wall, "pss": peak[0], "out": out.decode()}
 
 
 def answers(mode: str, out: Path) -> dict[int, list]:

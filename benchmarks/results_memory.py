@@ -15,20 +15,14 @@ answers plus the plan's budget.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-import psutil
-
-from map_job import bunny, copied
-from ray_invert import tree_pss
+from map_job import bunny, copied, measure
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -50,26 +44,13 @@ def run(tree: Path, clip: Path, fn: str, out: Path, memory: str, work: Path) -> 
     env = {**os.environ, "PYTHONPATH": f"{work}:{tree / 'src'}"}
     argv = [sys.executable, "-m", "hyperframes", "map", str(clip), f"answers:{fn}", "--out",
             str(out), "--workers", "2", "--memory", memory, "--json", "--overwrite"]  # fmt: skip
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=work)
-    root, peak, done = psutil.Process(proc.pid), [0], threading.Event()
-
-    def sample() -> None:
-        while not done.wait(0.05):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                peak[0] = max(peak[0], tree_pss(root))
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    stdout, err = proc.communicate()
-    wall = time.perf_counter() - t0
-    done.set()
-    sampler.join()
-    if proc.returncode:
-        return {"wall": wall, "pss": peak[0], "error": err.decode().strip()[-300:]}
-    report = json.loads(stdout.decode().strip().splitlines()[-1])
-    return {"wall": wall, "pss": peak[0], "budget": report["memory_budget"],
-            "batch": report["batch_size"], "slots": report["pool_slots"]}  # fmt: skip
+    try:
+        got = measure(argv, env=env, cwd=work)
+    except RuntimeError as exc:
+        return {"wall": 0.0, "pss": 0, "error": str(exc)[-300:]}
+    report = json.loads(got["out"].strip().splitlines()[-1])
+    return got | {"budget": report["memory_budget"], "batch": report["batch_size"],
+                  "slots": report["pool_slots"]}  # fmt: skip
 
 
 def rows(path: Path) -> list:
