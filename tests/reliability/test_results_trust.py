@@ -611,3 +611,20 @@ def test_heavy_answers_stay_within_the_sinks_share_of_the_plan(model, tmp_path):
     over_mib = (peak_kib("heavy") - peak_kib("brightness")) / 1024
     assert over_mib < results.WANTS_BYTES / 2**20 + 32, over_mib
     assert len(read_rows(tmp_path / "heavy.parquet")) == 400
+
+
+def test_an_error_raised_while_ctrl_c_was_handled_is_the_interrupt():
+    """A signal that lands inside a library's clean-up (uvicorn's start, a lock released
+    twice) surfaces as that library's error: the command still reports the interrupt."""
+    from hyperframes.cli import interrupt_behind
+
+    def clean_up_cut_short():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("cannot release un-acquired lock") from None
+
+    with pytest.raises(RuntimeError) as caught:
+        clean_up_cut_short()
+    assert isinstance(interrupt_behind(caught.value), KeyboardInterrupt)
+    assert interrupt_behind(RuntimeError("an error of its own")) is None

@@ -52,11 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()  # a closed pipe shows here, while it can still be handled
         return result
     except KeyboardInterrupt as exc:
-        signum = getattr(exc, "signum", signal.SIGINT)
-        kept = getattr(exc, "kept", "")  # what a rerun can continue from
-        note = f"; {as_flags(kept, flags_of(parser, args.command))}" if kept else ""
-        print(f"hyperframes: interrupted ({signal.Signals(signum).name}){note}", file=sys.stderr)
-        return 128 + signum
+        return interrupted(exc, flags_of(parser, args.command))
     except BrokenPipeError:
         # `hyperframes info X | head`: the reader has what it wanted; that is not an error
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -65,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Exception, SystemExit) as exc:  # a SystemExit here came from user code
         if args.debug:
             raise
+        if (stop := interrupt_behind(exc)) is not None:  # Ctrl-C cut a clean-up short
+            return interrupted(stop, flags_of(parser, args.command))
         error = as_run_error(exc, main_thread=True)
         code = fail(error, flags=flags_of(parser, args.command))
         return 2 if isinstance(exc, UsageError) else code
@@ -72,6 +70,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         return fail(as_run_error(exc, main_thread=True), flags=flags_of(parser, args.command))
+
+
+def interrupted(exc: KeyboardInterrupt, flags: set[str]) -> int:
+    """Say that the command was interrupted (and what a rerun keeps); 128 + the signal."""
+    signum = getattr(exc, "signum", signal.SIGINT)
+    kept = getattr(exc, "kept", "")  # what a rerun can continue from
+    note = f"; {as_flags(kept, flags)}" if kept else ""
+    print(f"hyperframes: interrupted ({signal.Signals(signum).name}){note}", file=sys.stderr)
+    return 128 + signum
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The ``KeyboardInterrupt`` (Ctrl-C, SIGTERM, SIGHUP) during whose handling ``exc``
+    was raised, if any: a signal that lands inside a library's clean-up (a lock released
+    twice) surfaces as that library's error, and is the interrupt all the same."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__context__  # type: ignore[assignment]
+    return None
 
 
 def run() -> None:
