@@ -64,6 +64,7 @@ from .io.results import format_of
 from .io.video_sink import VideoSink
 from .segments import (
     Build,
+    Carried,
     Job,
     RenderJob,
     Tally,
@@ -136,6 +137,12 @@ def run_chunked(
     def offset(frame: int) -> float:
         return float((pts[frame] - pts[start]) * base)
 
+    carry = options.pop("carry", None)
+    if carry is not None:  # the input's other streams, over the span the frames cover
+        step = pts[-1] - pts[-2] if len(pts) > 1 else round(1 / (30 * base))
+        end = pts[stop] if stop < len(pts) else pts[-1] + step
+        span = float(pts[start] * base), float(end * base)
+        options["carried"] = Carried(carry, carry.source or job.path, *span)
     return _run(job, output, build, (start, stop), len(pts), keyframes, offset, facts, **options)
 
 
@@ -175,8 +182,12 @@ def render_chunked(
             ``work_dir``: where segments are kept until the join (default: a hidden
             folder next to the output); ``keep_segments``: keep it after the join;
             ``overwrite``: replace an existing output; ``progress``: called as segments
-            finish; ``monitor``: watches the run (metrics exporters); any other keyword
-            goes to each segment's :class:`~hyperframes.io.video_sink.VideoSink`.
+            finish; ``monitor``: watches the run (metrics exporters); ``carry``: the
+            streams to mux beside the video at the join (a
+            :class:`~hyperframes.io.carry.Carry`; a render's needs a ``source``, such as a
+            soundtrack; a video's carries from its input by default), in one piece, so
+            the sound has no seams where segments meet; any other keyword goes to each
+            segment's :class:`~hyperframes.io.video_sink.VideoSink`.
 
     Example:
         >>> report = render_chunked(frame_of, "out.mkv", count=30_000,
@@ -191,6 +202,11 @@ def render_chunked(
     def offset(frame: int) -> float:
         return frame / fps
 
+    carry = options.pop("carry", None)
+    if carry is not None:
+        if carry.source is None:
+            raise ValueError("a render has no input to carry streams from; pass carry.source")
+        options["carried"] = Carried(carry, carry.source, 0.0, count / fps)
     return _run(job, output, build, (0, count), count, None, offset, facts, fps=fps, **options)
 
 
@@ -216,6 +232,7 @@ def _run(
     overwrite: bool = False,
     progress: ProgressFn | None = None,
     monitor: Monitor | None = None,
+    carried: Carried | None = None,
     **sink_options: Any,
 ) -> RunReport:
     t0 = time.perf_counter()
@@ -267,8 +284,10 @@ def _run(
             task = ray.remote(_segment_task).options(**spread)
             refs = {task.remote(job, str(parts[k]), plan[k], *args): k for k in todo}
             _wait_all(ray, refs, plan, folder, watch)
-        join(parts, [offset(a) for a, _ in plan], target)
+        streams = join(parts, [offset(a) for a, _ in plan], target, carried)
         report = watch.report(str(target), halo, cluster_cpus, cpus_per_segment)
+        if streams:
+            report.extra["streams"] = streams
     except BaseException as stop:  # say what a rerun keeps
         kept = len(plan) - len(todo) + len(watch.done)
         again = "rerun with resume=True" if local else "rerun the same command"

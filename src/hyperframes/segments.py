@@ -34,10 +34,12 @@ from .engine.watch import Progress, ProgressFn, RunSnapshot, StageSnapshot
 from .errors import HyperframesError, MediaError
 from .frames import FrameSpec
 from .io.base import Sink
+from .io.carry import Carry
 from .io.frame_table import scan
 from .io.publish import publish, temp_beside, write_output
 from .io.results import FORMATS as RESULTS
 from .io.results import ResultsSink, join_files
+from .io.tracks import Carrier
 from .io.video import VideoSource
 from .io.video_sink import VideoSink
 from .pipeline import Pipeline
@@ -360,9 +362,16 @@ class Tally:
         )  # fmt: skip
 
 
-def join(parts: list[Path], offsets: list[float], output: Path) -> None:
+def join(
+    parts: list[Path], offsets: list[float], output: Path, carried: Carried | None = None
+) -> dict[str, Any]:
     """Concatenate segment files into ``output``: videos by stream copy, shifting
-    timestamps; results files row after row."""
+    timestamps, with the streams ``carried`` names muxed beside them in one piece (so the
+    sound has no seams where the segments meet); results files row after row.
+
+    Returns:
+        What became of the carried streams (:meth:`~.io.tracks.Carrier.described`).
+    """
     temp = temp_beside(output)
     if output.suffix.lower() in RESULTS:
         try:
@@ -370,11 +379,16 @@ def join(parts: list[Path], offsets: list[float], output: Path) -> None:
             publish(temp, output)
         finally:
             temp.unlink(missing_ok=True)
-        return
+        return {}
+    carrier: Carrier | None = None
     try:
         with av.open(str(temp), "w") as out:
             with av.open(str(parts[0])) as first:
                 stream = out.add_stream_from_template(first.streams.video[0])
+            origin = 0.0 if carried is None else carried.origin
+            if carried is not None:
+                carrier = Carrier(carried.carry, carried.source, out, output.suffix, stream)
+                carrier.start(origin)
             last_dts: int | None = None
             for part, offset in zip(parts, offsets, strict=True):
                 with av.open(str(part)) as container:
@@ -385,12 +399,34 @@ def join(parts: list[Path], offsets: list[float], output: Path) -> None:
                         if packet.pts is None:
                             continue
                         packet.pts += shift
-                        packet.dts = packet.pts if packet.dts is None else packet.dts + shift
+                        if packet.dts is None:  # Matroska stores no decode times: the
+                            # first packets of a file come without, before smaller ones
+                            packet.dts = packet.pts if last_dts is None else last_dts + 1
+                        else:
+                            packet.dts += shift
                         if last_dts is not None and packet.dts <= last_dts:
                             packet.dts = last_dts + 1
                         last_dts = packet.dts
                         packet.stream = stream
                         out.mux(packet)
+                        if carrier is not None:
+                            carrier.until(origin + float(packet.pts * source.time_base))
+            if carrier is not None and carried is not None:
+                carrier.finish(carried.end)
         publish(temp, output)
+        return carrier.described() if carrier is not None else {}
     finally:
+        if carrier is not None:
+            carrier.close()
         temp.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Carried:
+    """The streams a chunked run's join carries: what (``carry``), from which file, and
+    the span of it the video covers, in seconds of that file."""
+
+    carry: Carry
+    source: str
+    origin: float
+    end: float

@@ -12,6 +12,7 @@ from typing import Any
 import av
 import numpy as np
 import pytest
+from films import write_film
 
 REPO = Path(__file__).resolve().parents[2]
 SCENE_FOLDERS = [
@@ -155,3 +156,9 @@ def ray_cluster() -> Iterator[Any]:
     yield made
     ray.shutdown()
     made.shutdown()
+
+
+@pytest.fixture
+def make_film() -> Callable[..., Path]:
+    """:func:`films.write_film` as a fixture: a film with sound, subtitles and chapters."""
+    return write_film

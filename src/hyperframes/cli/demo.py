@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         **vars(args), "input": str(clip), "output": args.output, "codec": "libx264",
         "crf": 23, "preset": "ultrafast", "pix_fmt": None, "overwrite": True,
         "size": (640, 360), "start": 0, "stop": None, "on_corrupt": "fail", "rotation": None,
+        "every": 1, "audio": "keep", "audio_codec": None, "subtitles": "keep",
     })  # fmt: skip
     report, _ = transcode(job)
     if not args.json:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .common import UsageError, emit_report, frame_size, positive_float, positive_int
 from .observe import add_long_options, observed, workers_of
 from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
-from .video import add_encoder_options, encoder_options, sink_for
+from .video import add_encoder_options, carry_of, encoder_options, sink_for, streams_report
 
 if TYPE_CHECKING:
     from .. import RunReport
@@ -26,6 +26,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--size", type=frame_size, required=True, help="WxH")
     p.add_argument("--fps", type=positive_float, default=30.0, help="frames per second")
     add_encoder_options(p)
+    p.add_argument(
+        "--audio",
+        default=None,
+        metavar="FILE",
+        help="a soundtrack to mux beside the frames (its sound streams, from its "
+        "start, cut at the render's end)",
+    )
+    p.add_argument(
+        "--audio-codec",
+        default=None,
+        metavar="CODEC",
+        help="re-encode the soundtrack into aac, opus, flac, mp3, vorbis, alac or "
+        "pcm_s16le (default: copied where the container takes it)",
+    )
     add_long_options(p)
     add_chunk_options(p)
     p.add_argument(
@@ -33,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="continue a render that was interrupted (a local render of 2,000 frames or "
         "more is made in segments, kept until the end: a rerun makes only those missing)",
     )  # fmt: skip
-    p.set_defaults(run=run_render, writes=("output",))
+    p.set_defaults(run=run_render, reads=("audio",), writes=("output",))
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -42,6 +56,7 @@ def run_render(args: argparse.Namespace) -> int:
     from ..models import load
 
     fn = load(args.function)
+    args.carry = soundtrack(args)
     if args.chunks is not None:
         report, written = render_chunked_from(args, fn)
         emit_report(args, report, **written)
@@ -57,7 +72,7 @@ def run_render(args: argparse.Namespace) -> int:
         emit_report(args, report, **written)
         return 0
     width, height = args.size
-    sink = sink_for(args, fps=args.fps)
+    sink = sink_for(args, fps=args.fps, carry=args.carry)
     pipeline = Pipeline.from_generator(
         fn,
         count=args.frames,
@@ -73,8 +88,28 @@ def run_render(args: argparse.Namespace) -> int:
             progress=bar, monitor=watch, memory=args.memory, executor=executor
         ),
     )
+    streams_report(report)
     emit_report(args, report, **written)
     return 0
+
+
+def soundtrack(args: argparse.Namespace) -> Any:
+    """The :class:`~hyperframes.io.carry.Carry` of ``--audio FILE`` (its sound only), or
+    ``None``; a file without sound is refused before any work."""
+    if args.audio is None:
+        if args.audio_codec is not None:
+            raise UsageError(
+                "--audio-codec re-encodes the soundtrack of --audio; pass --audio FILE"
+            )
+        return None
+    from ..io.probe import sound_streams
+
+    if not sound_streams(args.audio):
+        raise UsageError(
+            f"--audio {args.audio!r} holds no sound; name an audio or video file with some"
+        )
+    return carry_of(args.output, audio_codec=args.audio_codec, metadata=False,
+                    sound_only=True, source=args.audio)  # fmt: skip
 
 
 def render_here(args: argparse.Namespace, fn: Any, executor: str) -> tuple[RunReport, Any]:
@@ -87,10 +122,11 @@ def render_here(args: argparse.Namespace, fn: Any, executor: str) -> tuple[RunRe
             fn, args.output, count=args.frames, size=args.size, fps=args.fps,
             executor=executor, workers=workers_of(args), resume=args.resume,
             batch_size=args.batch_size, memory=args.memory, overwrite=args.overwrite,
-            progress=bar, monitor=watch, **encoder_options(args),
+            progress=bar, monitor=watch, carry=args.carry, **encoder_options(args),
         )  # fmt: skip
 
-    return observed(args, "render", run)
+    report, written = observed(args, "render", run)
+    return streams_report(report), written
 
 
 def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, dict[str, Any]]:
@@ -105,7 +141,8 @@ def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, d
             fn, args.output, count=args.frames, size=args.size, fps=args.fps,
             executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
             memory=args.memory, overwrite=args.overwrite, progress=bar, monitor=watch,
-            **encoder_options(args),
+            carry=args.carry, **encoder_options(args),
         )  # fmt: skip
 
-    return observed(args, "render", run)
+    report, written = observed(args, "render", run)
+    return streams_report(report), written

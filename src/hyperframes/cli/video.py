@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import (
+    Seconds,
     UsageError,
     add_function_options,
     check_function_options,
     emit_report,
     frame_size,
+    position,
     positive_int,
     print_json,
 )
@@ -41,9 +43,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("output")
     add_encoder_options(p)
     p.add_argument("--size", type=frame_size, default=None, help="resize to WxH")
-    p.add_argument("--start", type=int, default=0, help="first frame index")
-    p.add_argument("--stop", type=int, default=None, help="one past the last frame index")
+    p.add_argument(
+        "--start",
+        type=position,
+        default=0,
+        help="the first frame: an index (120), seconds (4.5s) or [HH:]MM:SS.mmm",
+    )
+    p.add_argument(
+        "--stop", type=position, default=None, help="where to stop (not included), as --start"
+    )
+    p.add_argument(
+        "--every",
+        type=positive_int,
+        default=1,
+        help="keep every K-th frame; each is shown until the next, so the output "
+        "lasts as long as the input and its sound is kept whole",
+    )
     p.add_argument("--loop", type=positive_int, default=1, help="play the input N times")
+    add_stream_options(p)
     p.add_argument(
         "--on-corrupt",
         choices=("fail", "skip"),
@@ -75,6 +92,47 @@ def add_encoder_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None, help="encoder speed preset, e.g. veryfast")
     p.add_argument("--pix-fmt", default=None, help="encoded pixel format, e.g. yuv420p")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+
+
+def add_stream_options(p: argparse.ArgumentParser) -> None:
+    """What goes along with the frames: the input's sound and subtitles."""
+    p.add_argument(
+        "--audio",
+        choices=("keep", "none"),
+        default="keep",
+        help="the input's sound: keep it (the default) or leave it out",
+    )
+    p.add_argument(
+        "--audio-codec",
+        default=None,
+        metavar="CODEC",
+        help="re-encode the sound into aac, opus, flac, mp3, vorbis, alac or "
+        "pcm_s16le (default: copied as it is where the container takes it, else "
+        "AAC for MP4/MOV and Opus for WebM/MKV)",
+    )
+    p.add_argument(
+        "--subtitles",
+        choices=("keep", "none"),
+        default="keep",
+        help="the input's subtitles: keep them (converted where the container "
+        "needs it) or leave them out",
+    )
+
+
+def carry_of(output: str, **choices: Any) -> Any:
+    """The :class:`~hyperframes.io.carry.Carry` of ``choices``, checked against the
+    ``output``'s container before any work."""
+    from ..io.carry import Carry, container_codecs
+
+    try:
+        carry = Carry(**choices)
+        suffix = Path(output).suffix.lower()
+        supported = container_codecs(suffix)
+        if supported is not None:  # (else the sink names the unknown container)
+            carry.check(suffix, supported)
+    except ValueError as exc:
+        raise UsageError(str(exc).replace("audio_codec", "--audio-codec")) from None
+    return carry
 
 
 def encoder_options(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
@@ -137,6 +195,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
         raise ValueError("the output is the input; write to another path")
 
     facts = probe(args.input)
+    args.start, args.stop = frame_range(args.input, args.start, args.stop)
     planar = planar_path(args, facts)
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
     filter_spec = getattr(args, "map", None)  # demo's runs have no --map nor --chunks
@@ -144,20 +203,25 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
         check_function_options(args)
         if args.chunks is not None:
             raise UsageError("--map runs in one process for now; drop --chunks")
+    carry = None
+    if args.loop == 1:  # the other streams go along where the frames keep the input's clock
+        carry = carry_of(args.output, audio=args.audio, audio_codec=args.audio_codec,
+                         subtitles=args.subtitles)  # fmt: skip
     if getattr(args, "chunks", None) is not None:
-        return not_carried(*transcode_chunked(args, pix_fmt), facts)
+        if args.every > 1:
+            raise UsageError("--every does not combine with --chunks yet; drop one")
+        return not_carried(*transcode_chunked(args, pix_fmt, carry), facts, args)
 
     def make() -> VideoSource:
         # the source resizes every frame to --size as it decodes it, so a stream whose
         # frame size changes part-way comes out at one size
         return VideoSource(
             args.input, start=args.start, stop=args.stop, on_corrupt=args.on_corrupt,
-            pix_fmt=pix_fmt, size=args.size, rotation=args.rotation,
+            pix_fmt=pix_fmt, size=args.size, rotation=args.rotation, step=args.every,
         )  # fmt: skip
 
     source: VideoSource | Looped = Looped(make, times=args.loop) if args.loop > 1 else make()
-    # the sound goes along, copied, where the frames keep the input's clock
-    sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None, sound=args.loop == 1)
+    sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None, carry=carry)
     pipeline = Pipeline.from_source(source, batch_size=args.batch_size)
     if filter_spec is not None:
         from ..models import load
@@ -170,38 +234,73 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     skipped = getattr(source, "skipped", [])
     if skipped:
         extra["skipped_frames"] = skipped
-    return not_carried(report, extra, facts)
+    return not_carried(report, extra, facts, args)
+
+
+def frame_range(
+    path: str, start: int | Seconds, stop: int | Seconds | None
+) -> tuple[int, int | None]:
+    """``--start``/``--stop`` as frame indices: a time is the first frame shown at or after
+    it (by the frames' own timestamps, so right on a variable frame rate)."""
+    if not isinstance(start, Seconds) and not isinstance(stop, Seconds):
+        return start, stop
+    from ..segments import video_frames
+
+    pts, _, base = video_frames(Path(path))
+    times = sorted(float((p - pts[0]) * base) for p in pts)
+
+    def index(at: int | Seconds) -> int:
+        if not isinstance(at, Seconds):
+            return at
+        if at > times[-1] + 1e-6 and at is start:
+            raise UsageError(
+                f"--start {at:g}s is past the last frame ({times[-1]:.3f}s); pass an earlier time"
+            )
+        return next((k for k, t in enumerate(times) if t >= at - 1e-6), len(times))
+
+    return index(start), None if stop is None else index(stop)
 
 
 def not_carried(
-    report: RunReport, extra: dict[str, Any], facts: dict[str, Any]
+    report: RunReport, extra: dict[str, Any], facts: dict[str, Any], args: argparse.Namespace
 ) -> tuple[RunReport, dict[str, Any]]:
-    """Say which of the input's streams the output copied (its audio, where the container
-    takes the codec and the frames keep the input's clock) and which it does not carry,
-    with the chapters: ``report.extra["streams"]`` and a warning line, never silence."""
-    sound = report.extra.get("sink", {}).get("sound", {})
-    copied = {c["index"] for c in sound.get("copied", [])}
-    why = {d["index"]: d["why"] for d in sound.get("dropped", [])}
-    left = [s for s in facts.get("streams", []) if s["index"] not in copied]
-    dropped = [
-        f"{s['type']} {s['codec']}" + (f" ({s['language']})" if s.get("language") else "")
-        + f" (stream {s['index']}: {why.get(s['index'], 'not carried by this command yet')})"
-        for s in left
-    ]  # fmt: skip
-    if facts.get("chapters"):
-        dropped.append(f"{facts['chapters']} chapters")
-    if dropped or copied:
-        report.extra["streams"] = {
-            "copied": sorted(copied),
-            "dropped": [s | {"why": why.get(s["index"], "not carried yet")} for s in left],
-        }  # fmt: skip
+    """Say what became of the input's other streams (copied, re-encoded, converted,
+    attached, dropped, with why) and of its chapters: ``report.extra["streams"]``, and a
+    warning line for what the output lacks, never silence."""
+    if args.loop > 1:  # played N times: nothing kept in step with it
+        why = f"--loop plays the input {args.loop} times; its other streams are not carried"
+        report.extra["streams"] = {"dropped": [s | {"why": why} for s in facts.get("streams", [])]}
+        if facts.get("chapters"):
+            report.extra["streams"]["chapters_dropped"] = facts["chapters"]
+    return streams_report(report), extra
+
+
+def streams_report(report: RunReport) -> RunReport:
+    """``report.extra["streams"]``: what became of the other streams (from the sink's
+    notes, or a chunked run's join), with a warning line naming what the output lacks."""
+    sink = report.extra.get("sink", {})
+    streams = sink.pop("streams", None) or report.extra.pop("streams", {})
+    if "sink" in report.extra and not sink:
+        report.extra.pop("sink")
+    dropped = [_named(s) for s in streams.get("dropped", [])]
+    if streams.get("chapters_dropped"):
+        dropped.append(f"{streams['chapters_dropped']} chapters")
     if dropped:
-        report.extra["streams"]["warnings"] = [f"not in the output: {', '.join(dropped)}"]
-    return report, extra
+        streams["warnings"] = [f"not in the output: {', '.join(dropped)}"]
+    if streams:
+        report.extra["streams"] = streams
+    return report
+
+
+def _named(stream: dict[str, Any]) -> str:
+    language = f" ({stream['language']})" if stream.get("language") else ""
+    return (
+        f"{stream['type']} {stream['codec']}{language} (stream {stream['index']}: {stream['why']})"
+    )
 
 
 def transcode_chunked(
-    args: argparse.Namespace, pix_fmt: PixFmt
+    args: argparse.Namespace, pix_fmt: PixFmt, carry: Any
 ) -> tuple[RunReport, dict[str, Any]]:
     """``transcode --chunks``: segments at keyframes as Ray tasks, joined by stream copy."""
     from ..chunked import run_chunked
@@ -218,7 +317,7 @@ def transcode_chunked(
                             "rotation": args.rotation},
             executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
             memory=args.memory, overwrite=args.overwrite, progress=bar, monitor=watch,
-            **encoder_options(args, **planar),
+            carry=carry, **encoder_options(args, **planar),
         )  # fmt: skip
 
     report, extra = observed(args, "transcode", run)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
@@ -208,6 +209,9 @@ class VideoSource(Source):
             key: facts[key]
             for key in ("path", "fps", "rate", "time_base", "codec", "width", "height", "frames")
         }
+        if self.step > 1 and facts.get("rate"):  # every step-th frame: a slower rate
+            self.info.update(rate=str(Fraction(facts["rate"]) / self.step),
+                             fps=facts["fps"] / self.step)  # fmt: skip
         self.info.update(
             source_pix_fmt=facts["pix_fmt"],
             frames_estimated=facts["frames_estimated"],

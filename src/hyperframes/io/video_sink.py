@@ -27,10 +27,11 @@ import numpy as np
 from ..errors import FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Sink
+from .carry import Carry
 from .formats import CHANNELS, check_frames, frame_format, i420_spec
 from .layouts import NATIVE, Layout, encodable_twin, layout_for, tags_in
 from .publish import check_output, publish, temp_beside
-from .sound import SoundCopy
+from .tracks import Carrier
 
 ENCODERS = ("libx264", "libx265", "ffv1", "libvpx-vp9", "mpeg4")
 _CRF_CODECS = frozenset({"libx264", "libx265", "libvpx-vp9"})
@@ -76,9 +77,11 @@ class VideoSink(Sink):
             (``VideoSource(pix_fmt="native")``, ``StoreSource(pix_fmt="native")``); the
             encoder gets that pixel format unless ``pix_fmt`` says another. By default
             the frames' shape says rgb24, gray or rgba.
-        sound: copy the audio streams of the video the run reads (``info["path"]``)
-            into the output as they are, in step with the frames' times
-            (:class:`~.sound.SoundCopy`); ``notes()["sound"]`` says what was copied.
+        carry: what goes along with the frames (:class:`~.carry.Carry`): the sound,
+            subtitles, attachments, metadata and chapters of the video the run reads
+            (``info["path"]``), or of ``carry.source``, in step with the frames' times
+            (:class:`~.tracks.Carrier`); ``notes()["streams"]`` says what became of each
+            stream. ``None``: the video alone.
 
     Raises:
         ValueError: unknown or unavailable codec, or an option the codec does not take.
@@ -118,7 +121,7 @@ class VideoSink(Sink):
         overwrite: bool = False,
         options: dict[str, str] | None = None,
         input_pix_fmt: str | None = None,
-        sound: bool = False,
+        carry: Carry | None = None,
     ) -> None:
         available = [name for name in ENCODERS if name in av.codecs_available]
         if codec not in available:
@@ -162,8 +165,8 @@ class VideoSink(Sink):
         self._frame_seconds = 1 / 30
         self._step = 0  # between the last two timestamps
         self.retimed = 0  # frames whose timestamp went backwards or repeated
-        self.sound = sound
-        self._sound: SoundCopy | None = None
+        self.carry = carry
+        self._carrier: Carrier | None = None
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Create the temporary file and the encoder for frames of ``spec``."""
@@ -215,12 +218,14 @@ class VideoSink(Sink):
             self.close(ok=False)
             raise MediaError(f"cannot set up {self.codec} for {str(self.path)!r}: {exc}") from exc
         self._stream, self._spec = stream, spec
-        if self.sound and info.get("path"):
+        source = self.carry and (self.carry.source or info.get("path"))
+        if self.carry is not None and source:
             try:
-                self._sound = SoundCopy(str(info["path"]), self._container, self.path.suffix)
+                self._carrier = Carrier(self.carry, str(source), self._container,
+                                        self.path.suffix, stream)  # fmt: skip
             except (av.FFmpegError, OSError) as exc:
                 self.close(ok=False)
-                raise MediaError(f"cannot read the sound of {info['path']!r}: {exc}") from exc
+                raise MediaError(f"cannot read the streams of {str(source)!r}: {exc}") from exc
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
         """Encode one batch; timestamps come from ``meta["pts"]`` when present."""
@@ -237,8 +242,8 @@ class VideoSink(Sink):
                 video_frame.time_base = self._time_base
                 video_frame.pts = self._next_pts(None if pts is None else float(pts[number]))
                 self._container.mux(self._stream.encode(video_frame))
-            if self._sound is not None:  # the sound up to the last frame written
-                self._sound.until(self._origin + float(self._last_pts * self._time_base))
+            if self._carrier is not None:  # the other streams up to the last frame written
+                self._carrier.until(self._origin + float(self._last_pts * self._time_base))
         except av.FFmpegError as exc:
             raise MediaError(
                 f"encoding {str(self.path)!r} with {self.codec} failed: {exc}"
@@ -259,9 +264,9 @@ class VideoSink(Sink):
         try:
             if ok and container is not None and stream is not None and self.frames_written:
                 container.mux(stream.encode(None))
-                if self._sound is not None:  # the sound up to the end of the last frame
+                if self._carrier is not None:  # the other streams up to the last frame's end
                     step = self._step or round(self._frame_seconds / self._time_base)
-                    self._sound.until(
+                    self._carrier.finish(
                         self._origin + float((self._last_pts + step) * self._time_base)
                     )
                 container.close()
@@ -276,8 +281,8 @@ class VideoSink(Sink):
         except av.FFmpegError as exc:
             raise MediaError(f"finishing {str(self.path)!r} failed: {exc}") from exc
         finally:
-            if self._sound is not None:
-                self._sound.close()
+            if self._carrier is not None:
+                self._carrier.close()
             if container is not None:
                 with contextlib.suppress(av.FFmpegError):  # the file is removed anyway
                     container.close()
@@ -325,15 +330,13 @@ class VideoSink(Sink):
             if base is None or (self.codec == "mpeg4" and base.denominator > 65535):
                 base = Fraction(1, 60000 if self.codec == "mpeg4" else 90000)
             self._time_base, self._origin = base, float(pts[0])
-            if self._sound is not None:
-                self._sound.start(self._origin)
-        elif self._sound is not None:  # frames without times: no clock to follow
-            self._sound.dropped += [
-                c | {"why": "the frames carry no times"} for c in self._sound.copied
-            ]
-            self._sound.copied = []
-            self._sound.close()
-            self._sound = None
+            if self._carrier is not None:
+                self._carrier.start(self._origin)
+        elif self._carrier is not None and self.carry and not self.carry.source:
+            raise MediaError(
+                "the frames carry no times, so the input's other streams cannot be kept in "
+                "step with them; pass carry=None"
+            )
         self._stream.codec_context.time_base = self._time_base
 
     def _next_pts(self, seconds: float | None) -> int:
@@ -356,11 +359,12 @@ class VideoSink(Sink):
 
     def notes(self) -> dict[str, Any]:
         """``retimed_frames``: how many frames got a new timestamp because theirs went
-        backwards or repeated; ``sound``: the input's audio streams copied and dropped
-        (with ``sound=True``)."""
+        backwards or repeated; ``streams``: what became of the input's other streams
+        (with ``carry``, :meth:`~.tracks.Carrier.described`)."""
         notes: dict[str, Any] = {"retimed_frames": self.retimed} if self.retimed else {}
-        if self._sound is not None and (self._sound.copied or self._sound.dropped):
-            notes["sound"] = {"copied": self._sound.copied, "dropped": self._sound.dropped}
+        described = self._carrier.described() if self._carrier is not None else {}
+        if described:
+            notes["streams"] = described
         return notes
 
     def __repr__(self) -> str:
