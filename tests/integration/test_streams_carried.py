@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import struct
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -332,3 +333,28 @@ def test_the_plan_is_a_pure_choice():
         Carry(audio_codec="wav")
     with pytest.raises(ValueError, match=r"a \.webm file cannot hold flac sound"):
         Carry(audio_codec="flac").check(".webm", {"opus", "vorbis"})
+
+
+def test_a_store_says_what_it_cannot_give_back(film, tmp_path, capsys):
+    assert main(["pack", str(film), str(tmp_path / "film.hfs")]) == 0
+    err = capsys.readouterr().err
+    assert "a store keeps the frames only, so unpack cannot give back audio aac (eng)" in err
+    assert "subtitle mov_text (eng), 2 chapters" in err
+    assert main(["unpack", str(tmp_path / "film.hfs"), str(tmp_path / "back.mkv"), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["not_given_back"].startswith("audio aac (eng), audio aac (fra)")
+    assert "warning: the store holds the frames only: audio aac (eng)" in err
+
+
+def test_results_keep_the_source_time_base(film, tmp_path, monkeypatch, capsys):
+    import pyarrow.parquet as pq
+
+    (tmp_path / "bright.py").write_text("def bright(frames):\n    return frames.mean((1, 2, 3))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "rows.parquet"
+    assert main(["map", str(film), "bright:bright", "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["extra"]["sink"]["time_base"] == "1/12800"
+    table = pq.read_table(out)
+    base = Fraction(table.schema.metadata[b"hyperframes.time_base"].decode())
+    ticks = [t / base for t in table.column("time").to_pylist()]
+    assert max(abs(t - round(t)) for t in ticks) < 1e-6 and round(ticks[25]) == 12800  # 1 s

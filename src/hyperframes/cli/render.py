@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from .common import UsageError, emit_report, frame_size, positive_float, positive_int
 from .observe import add_long_options, observed, workers_of
 from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
-from .video import add_encoder_options, carry_of, encoder_options, sink_for, streams_report
+from .streams import carry_of, streams_report
+from .video import add_encoder_options, encoder_options, sink_for
 
 if TYPE_CHECKING:
     from .. import RunReport
@@ -102,7 +103,7 @@ def soundtrack(args: argparse.Namespace) -> Any:
                 "--audio-codec re-encodes the soundtrack of --audio; pass --audio FILE"
             )
         return None
-    from ..io.probe import sound_streams
+    from ..io.streams import sound_streams
 
     if not sound_streams(args.audio):
         raise UsageError(

@@ -153,6 +153,12 @@ def run_pack(args: argparse.Namespace) -> int:
         .to(sink)
     )
     report, _ = observed_run(args, pipeline, "pack", memory=budget)  # max_len fits it
+    if whole.info.get("other_streams"):
+        print(
+            f"hyperframes: warning: a store keeps the frames only, so unpack cannot give back "
+            f"{whole.info['other_streams']} of {args.input!r}; keep the original for them",
+            file=sys.stderr,
+        )
     return _print_pack(args, report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
 
 
@@ -260,6 +266,14 @@ def run_unpack(args: argparse.Namespace) -> int:
     finally:
         source.close()
     data = {"output": str(out), "frames": report.frames, "fps": round(report.fps, 3), **written}
+    others = (facts.get("source") or {}).get("other_streams")
+    if others:  # recorded by pack: what the store never held
+        data["not_given_back"] = others
+        print(
+            f"hyperframes: warning: the store holds the frames only: {others} of the packed "
+            "input are not in the output; take them from the original",
+            file=sys.stderr,
+        )
     if not facts.get("complete", True):
         data["complete"] = False
         print(

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import (
-    Seconds,
     UsageError,
     add_function_options,
     check_function_options,
@@ -23,6 +22,7 @@ from .common import (
 )
 from .observe import add_long_options, observed, observed_run, workers_of
 from .scale import add_chunk_options, ray_for_chunks
+from .streams import add_stream_options, carry_of, frame_range, not_carried
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,47 +92,6 @@ def add_encoder_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None, help="encoder speed preset, e.g. veryfast")
     p.add_argument("--pix-fmt", default=None, help="encoded pixel format, e.g. yuv420p")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-
-
-def add_stream_options(p: argparse.ArgumentParser) -> None:
-    """What goes along with the frames: the input's sound and subtitles."""
-    p.add_argument(
-        "--audio",
-        choices=("keep", "none"),
-        default="keep",
-        help="the input's sound: keep it (the default) or leave it out",
-    )
-    p.add_argument(
-        "--audio-codec",
-        default=None,
-        metavar="CODEC",
-        help="re-encode the sound into aac, opus, flac, mp3, vorbis, alac or "
-        "pcm_s16le (default: copied as it is where the container takes it, else "
-        "AAC for MP4/MOV and Opus for WebM/MKV)",
-    )
-    p.add_argument(
-        "--subtitles",
-        choices=("keep", "none"),
-        default="keep",
-        help="the input's subtitles: keep them (converted where the container "
-        "needs it) or leave them out",
-    )
-
-
-def carry_of(output: str, **choices: Any) -> Any:
-    """The :class:`~hyperframes.io.carry.Carry` of ``choices``, checked against the
-    ``output``'s container before any work."""
-    from ..io.carry import Carry, container_codecs
-
-    try:
-        carry = Carry(**choices)
-        suffix = Path(output).suffix.lower()
-        supported = container_codecs(suffix)
-        if supported is not None:  # (else the sink names the unknown container)
-            carry.check(suffix, supported)
-    except ValueError as exc:
-        raise UsageError(str(exc).replace("audio_codec", "--audio-codec")) from None
-    return carry
 
 
 def encoder_options(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
@@ -235,68 +194,6 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     if skipped:
         extra["skipped_frames"] = skipped
     return not_carried(report, extra, facts, args)
-
-
-def frame_range(
-    path: str, start: int | Seconds, stop: int | Seconds | None
-) -> tuple[int, int | None]:
-    """``--start``/``--stop`` as frame indices: a time is the first frame shown at or after
-    it (by the frames' own timestamps, so right on a variable frame rate)."""
-    if not isinstance(start, Seconds) and not isinstance(stop, Seconds):
-        return start, stop
-    from ..segments import video_frames
-
-    pts, _, base = video_frames(Path(path))
-    times = sorted(float((p - pts[0]) * base) for p in pts)
-
-    def index(at: int | Seconds) -> int:
-        if not isinstance(at, Seconds):
-            return at
-        if at > times[-1] + 1e-6 and at is start:
-            raise UsageError(
-                f"--start {at:g}s is past the last frame ({times[-1]:.3f}s); pass an earlier time"
-            )
-        return next((k for k, t in enumerate(times) if t >= at - 1e-6), len(times))
-
-    return index(start), None if stop is None else index(stop)
-
-
-def not_carried(
-    report: RunReport, extra: dict[str, Any], facts: dict[str, Any], args: argparse.Namespace
-) -> tuple[RunReport, dict[str, Any]]:
-    """Say what became of the input's other streams (copied, re-encoded, converted,
-    attached, dropped, with why) and of its chapters: ``report.extra["streams"]``, and a
-    warning line for what the output lacks, never silence."""
-    if args.loop > 1:  # played N times: nothing kept in step with it
-        why = f"--loop plays the input {args.loop} times; its other streams are not carried"
-        report.extra["streams"] = {"dropped": [s | {"why": why} for s in facts.get("streams", [])]}
-        if facts.get("chapters"):
-            report.extra["streams"]["chapters_dropped"] = facts["chapters"]
-    return streams_report(report), extra
-
-
-def streams_report(report: RunReport) -> RunReport:
-    """``report.extra["streams"]``: what became of the other streams (from the sink's
-    notes, or a chunked run's join), with a warning line naming what the output lacks."""
-    sink = report.extra.get("sink", {})
-    streams = sink.pop("streams", None) or report.extra.pop("streams", {})
-    if "sink" in report.extra and not sink:
-        report.extra.pop("sink")
-    dropped = [_named(s) for s in streams.get("dropped", [])]
-    if streams.get("chapters_dropped"):
-        dropped.append(f"{streams['chapters_dropped']} chapters")
-    if dropped:
-        streams["warnings"] = [f"not in the output: {', '.join(dropped)}"]
-    if streams:
-        report.extra["streams"] = streams
-    return report
-
-
-def _named(stream: dict[str, Any]) -> str:
-    language = f" ({stream['language']})" if stream.get("language") else ""
-    return (
-        f"{stream['type']} {stream['codec']}{language} (stream {stream['index']}: {stream['why']})"
-    )
 
 
 def transcode_chunked(

@@ -103,6 +103,9 @@ fixed function (the rows before that frame are the earlier code's, and the repor
 JOINING = "joining.parquet"
 JOB_KEY = b"hyperframes.job"
 """Where a Parquet output keeps the job that made it (key-value metadata)."""
+TIME_BASE_KEY = "hyperframes.time_base"
+"""Where a Parquet output keeps the source's time base: ``time / time_base`` is each
+frame's timestamp in the input (to join rows with the input's sound, say)."""
 
 
 class ResumeRefused(HyperframesError, ValueError):
@@ -235,6 +238,7 @@ class ResultsSink(Sink):
         self.folder = parts_folder(self.path)
         self.rows_written = 0
         self.warnings: list[str] = []
+        self.time_base: str | None = None  # the source's, from open()
         self._rows: list[Any] = []
         self._bytes = 0
         self._limit = WANTS_BYTES // CONVERSION[self.format]
@@ -256,6 +260,7 @@ class ResultsSink(Sink):
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Take the parts folder (new, or the interrupted run's on resume)."""
+        self.time_base = str(info["time_base"]) if info.get("time_base") else None
         if self.folder.is_symlink():
             raise FileExistsError(f"{str(self.folder)!r} is a symbolic link; remove it")
         self.folder.mkdir(exist_ok=True)
@@ -354,6 +359,8 @@ class ResultsSink(Sink):
 
     def notes(self) -> dict[str, Any]:
         notes: dict[str, Any] = {"rows": self.rows_written}
+        if self.time_base:  # the source's: ``time / time_base`` is a frame's timestamp
+            notes["time_base"] = self.time_base
         if self.fixed_after is not None:  # the rows before it are the earlier code's
             notes["function_changed_at"] = self.fixed_after
         if self.warnings:
@@ -425,6 +432,8 @@ class ResultsSink(Sink):
         if self.format == "parquet":
             temp = self.folder / JOINING
             metadata = {JOB_KEY.decode(): json.dumps(self.job)}
+            if self.time_base:
+                metadata[TIME_BASE_KEY] = self.time_base
             self.warnings = join_parquet([p for p, _ in kept], temp, metadata)
             publish(temp, self.path)
         elif kept:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
-import struct
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
@@ -28,7 +26,8 @@ import av.container
 import numpy as np
 
 from .carry import AUDIO_ENCODERS, STREAM_TAGS, Carry, Route, kept_tags, plan
-from .probe import other_streams
+from .streams import other_streams
+from .subtitles import payload, text_of
 
 OPUS_RATES = (8000, 12000, 16000, 24000, 48000)
 
@@ -186,10 +185,10 @@ class _Copy(_Track):
             packet.duration -= shift - packet.pts
             packet.dts = packet.pts = shift
         if self.convert is not None:
-            text = _text_of(self.convert, bytes(packet))
+            text = text_of(self.convert, bytes(packet))
             if not text.strip():  # mov_text's gaps between cues
                 return
-            new = av.Packet(_payload(self.to or "subrip", text))
+            new = av.Packet(payload(self.to or "subrip", text))
             new.pts, new.dts, new.duration, new.time_base = (
                 packet.pts,
                 packet.pts,
@@ -290,30 +289,6 @@ def _copy_tags(source: Any, target: Any) -> None:
             target.metadata[key] = value
     with contextlib.suppress(AttributeError, ValueError, TypeError):
         target.disposition = source.disposition
-
-
-_ASS_OVERRIDE = re.compile(r"\{[^}]*\}")
-_TAGS = re.compile(r"</?[a-zA-Z][^>]*>")
-
-
-def _text_of(codec: str, payload: bytes) -> str:
-    """A text subtitle cue's plain text."""
-    if codec == "mov_text":
-        (length,) = struct.unpack(">H", payload[:2]) if len(payload) >= 2 else (0,)
-        return payload[2 : 2 + length].decode("utf-8", "replace")
-    text = payload.decode("utf-8", "replace")
-    if codec in ("ass", "ssa"):  # ReadOrder, Layer, Style, Name, margins, Effect, Text
-        text = text.split(",", 8)[-1]
-        text = _ASS_OVERRIDE.sub("", text).replace("\\N", "\n").replace("\\n", "\n")
-    return _TAGS.sub("", text)
-
-
-def _payload(codec: str, text: str) -> bytes:
-    """A cue of plain ``text`` in ``codec``'s packet form."""
-    data = text.encode("utf-8")
-    if codec == "mov_text":
-        return struct.pack(">H", len(data)) + data
-    return data
 
 
 def _seconds(chapter: dict[str, Any], key: str) -> float:

@@ -39,7 +39,14 @@ from .convert import FrameConverter, turned
 from .formats import CHANNELS, OnCorrupt, PixFmt
 from .frame_table import Seek, scan
 from .layouts import TAGS, Layout, native_layout
-from .probe import damaged_message, display_rotation, iso_damage, open_video, stream_facts
+from .probe import (
+    damaged_message,
+    display_rotation,
+    iso_damage,
+    open_video,
+    stream_facts,
+)
+from .streams import streams_named
 
 Rotation = Literal["apply", "keep"]
 Colour = Literal["fast", "ffmpeg"]
@@ -164,6 +171,7 @@ class VideoSource(Source):
                 self._seek = scan(container, stream, until=self.start).seek_to(self.start)
                 container.seek(0, backward=True)
             angle = display_rotation(container, stream)
+            others = streams_named(container, stream)
         except av.FFmpegError as exc:
             raise MediaError(f"{str(self.path)!r} is damaged ({exc}); re-encode it") from exc
         finally:
@@ -209,6 +217,8 @@ class VideoSource(Source):
             key: facts[key]
             for key in ("path", "fps", "rate", "time_base", "codec", "width", "height", "frames")
         }
+        if others:  # what the frames leave behind (a store records it: unpack names it)
+            self.info["other_streams"] = others
         if self.step > 1 and facts.get("rate"):  # every step-th frame: a slower rate
             self.info.update(rate=str(Fraction(facts["rate"]) / self.step),
                              fps=facts["fps"] / self.step)  # fmt: skip
