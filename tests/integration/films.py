@@ -62,3 +62,35 @@ def write_film(path: Path, *, attachment: bool = False) -> Path:
             for k, title in enumerate(("Opening", "Ending"))
         ])  # fmt: skip
     return path
+
+
+def write_long_film(path: Path, seconds: int, *, rate: int = RATE) -> Path:
+    """``seconds`` of tiny H.264 (16x16, a keyframe every 10 s) with an 8 kHz mono AAC tone:
+    hours of input in a minute or two."""
+    sample_rate = 8000
+    wave = (np.sin(np.arange(sample_rate * 2) * 2 * np.pi * 440 / sample_rate) / 2).astype(
+        np.float32
+    )
+    with av.open(str(path), "w") as out:
+        video = out.add_stream("libx264", rate=rate)
+        video.width = video.height = 16
+        video.pix_fmt, video.options = "yuv420p", {"preset": "ultrafast"}
+        video.codec_context.gop_size = 10 * rate
+        audio = out.add_stream("aac", rate=sample_rate, layout="mono")
+        frame = av.VideoFrame.from_ndarray(np.zeros((16, 16, 3), np.uint8), "rgb24")
+        samples = 0
+        for i in range(seconds * rate):
+            frame.pts = i
+            out.mux(video.encode(frame))
+            while samples < (i + 1) * sample_rate // rate:
+                at = samples % sample_rate
+                chunk = av.AudioFrame.from_ndarray(
+                    wave[None, at : at + 1024].copy(), "fltp", "mono"
+                )
+                chunk.sample_rate, chunk.pts = sample_rate, samples
+                chunk.time_base = Fraction(1, sample_rate)
+                samples += 1024
+                out.mux(audio.encode(chunk))
+        out.mux(video.encode())
+        out.mux(audio.encode())
+    return path

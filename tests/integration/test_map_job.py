@@ -102,7 +102,10 @@ def test_results_equal_a_plain_loop_row_for_row(model, bikes, suffix, capsys):
     assert main(["map", str(bikes), "mymodel:brightness", "--out", str(out),
                  "--workers", "2", "--json"]) == 0  # fmt: skip
     report = json.loads(capsys.readouterr().out)
-    assert report["frames"] == 250 and report["extra"]["sink"] == {"rows": 250}
+    assert report["frames"] == 250 and report["extra"]["sink"] == {
+        "rows": 250,
+        "time_base": "1/12800",
+    }
     import mymodel
 
     expected = plain_loop(bikes, mymodel.brightness)

@@ -14,7 +14,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from films import CUES, FRAMES, RATE, TRACKS, write_film
+from films import CUES, FRAMES, RATE, TRACKS, write_film, write_long_film
 
 from hyperframes.chunked import run_chunked
 from hyperframes.cli import main
@@ -285,7 +285,7 @@ def test_chunks_on_ray_carry_every_stream(ray_cluster, film, tmp_path, suffix, c
 
 
 def test_a_render_takes_a_soundtrack(tmp_path, monkeypatch, capsys):
-    (tmp_path / "scene.py").write_text(
+    (tmp_path / "scored_scene.py").write_text(
         "import numpy as np\n\ndef frame(i):\n    return np.full((48, 64, 3), i, np.uint8)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -296,7 +296,7 @@ def test_a_render_takes_a_soundtrack(tmp_path, monkeypatch, capsys):
         (".mkv", ["--resume"]),
     ):
         out = tmp_path / f"render{suffix}"
-        argv = ["render", "scene:frame", str(out), "--frames", "50", "--size", "64x48",
+        argv = ["render", "scored_scene:frame", str(out), "--frames", "50", "--size", "64x48",
                 "--fps", "25", "--audio", str(music), *extra, "--json"]  # fmt: skip
         assert main(argv) == 0
         report = json.loads(capsys.readouterr().out)
@@ -306,8 +306,8 @@ def test_a_render_takes_a_soundtrack(tmp_path, monkeypatch, capsys):
             assert "title" not in container.metadata
         video, sound = span(out, "video"), span(out, "audio")
         assert abs((sound[1] - sound[0]) - 2.0) <= 1 / RATE and abs(video[1] - 2.0) < 1e-6
-    code = main(["render", "scene:frame", str(tmp_path / "x.mp4"), "--frames", "5", "--size",
-                 "64x48", "--audio", str(tmp_path / "scene.py")])  # fmt: skip
+    code = main(["render", "scored_scene:frame", str(tmp_path / "x.mp4"), "--frames", "5", "--size",
+                 "64x48", "--audio", str(tmp_path / "scored_scene.py")])  # fmt: skip
     assert code == 1 and "cannot open" in capsys.readouterr().err
 
 
@@ -358,3 +358,34 @@ def test_results_keep_the_source_time_base(film, tmp_path, monkeypatch, capsys):
     base = Fraction(table.schema.metadata[b"hyperframes.time_base"].decode())
     ticks = [t / base for t in table.column("time").to_pylist()]
     assert max(abs(t - round(t)) for t in ticks) < 1e-6 and round(ticks[25]) == 12800  # 1 s
+
+
+def sound_offsets(film: Path, out: Path, origin: float) -> list[float]:
+    """How far the output's first and last sound packets sit from where the input had
+    them (less ``origin``, where the video starts), in seconds: the same packets, matched
+    by count from the first one kept and checked by their bytes."""
+
+    def timed(path: Path) -> list[tuple[float, bytes]]:
+        return [(float(p.pts * p.time_base), bytes(p)) for p in packets_of(path, "audio")]
+
+    source, kept = timed(film), timed(out)
+    first = next(k for k, (t, _) in enumerate(source) if t >= origin - 1e-6)
+    assert source[first][1] == kept[0][1] and source[first + len(kept) - 1][1] == kept[-1][1]
+    return [kept[k][0] - (source[first + k][0] - origin) for k in (0, len(kept) - 1)]
+
+
+@pytest.mark.slow
+def test_two_hours_stay_in_step(tmp_path, capsys):
+    """At the end of a two-hour input the sound is where it was against the picture: no
+    drift, under a cut in seconds and under segments joined (about 3 minutes)."""
+    film = write_long_film(tmp_path / "two_hours.mp4", 2 * 60 * 60)
+    out = tmp_path / "cut.mp4"
+    argv = ["transcode", str(film), str(out), "--start", "1:00", "--stop", "1:59:00",
+            "--preset", "ultrafast"]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert span(out, "video")[1] == pytest.approx(118 * 60, abs=1e-6)
+    assert max(map(abs, sound_offsets(film, out, 60.0))) <= 1 / RATE
+    joined = tmp_path / "joined.mkv"
+    run_chunked(film, joined, executor="threads", segments=6, carry=Carry(), preset="ultrafast")
+    assert max(map(abs, sound_offsets(film, joined, 0.0))) <= 1 / RATE

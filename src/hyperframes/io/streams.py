@@ -60,7 +60,7 @@ def other_streams(container: Any, video: Any) -> list[dict[str, Any]]:
             "index": each.index,
             "type": each.type,
             "codec": _codec_name(context),
-            "language": (each.metadata or {}).get("language"),
+            "language": _language(each),
         }
         if each.duration is not None and each.time_base is not None:
             entry["duration"] = round(float(each.duration * each.time_base), 6)
@@ -73,3 +73,9 @@ def other_streams(container: Any, video: Any) -> list[dict[str, Any]]:
             entry["discarded"] = True
         found.append(entry)
     return found
+
+
+def _language(stream: Any) -> str | None:
+    """The stream's language tag, ``None`` where it is missing or ``und`` (undetermined)."""
+    value = (stream.metadata or {}).get("language")
+    return None if value in (None, "", "und") else str(value)
