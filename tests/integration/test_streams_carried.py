@@ -85,10 +85,11 @@ def snr_db(film: Path, out: Path, k: int, offset: float) -> float:
 
 
 def span(path: Path, kind: str, k: int = 0) -> tuple[float, float]:
-    """The first and last time a stream covers, from its packets."""
+    """The first and last time a stream is played, from its packets (a packet before zero
+    only primes the decoder: an encoder's delay, or the packet before a cut)."""
     packets = packets_of(path, kind, k)
     first = min(float(p.pts * p.time_base) for p in packets)
-    return first, max(float((p.pts + p.duration) * p.time_base) for p in packets)
+    return max(0.0, first), max(float((p.pts + p.duration) * p.time_base) for p in packets)
 
 
 def cues(path: Path) -> list[tuple[float, str]]:
@@ -368,7 +369,8 @@ def sound_offsets(film: Path, out: Path, origin: float) -> list[float]:
     def timed(path: Path) -> list[tuple[float, bytes]]:
         return [(float(p.pts * p.time_base), bytes(p)) for p in packets_of(path, "audio")]
 
-    source, kept = timed(film), timed(out)
+    source = timed(film)
+    kept = [(t, data) for t, data in timed(out) if t >= 0]  # (not a packet that only primes)
     first = next(k for k, (t, _) in enumerate(source) if t >= origin - 1e-6)
     assert source[first][1] == kept[0][1] and source[first + len(kept) - 1][1] == kept[-1][1]
     return [kept[k][0] - (source[first + k][0] - origin) for k in (0, len(kept) - 1)]
@@ -389,3 +391,19 @@ def test_two_hours_stay_in_step(tmp_path, capsys):
     joined = tmp_path / "joined.mkv"
     run_chunked(film, joined, executor="threads", segments=6, carry=Carry(), preset="ultrafast")
     assert max(map(abs, sound_offsets(film, joined, 0.0))) <= 1 / RATE
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".mov"])
+def test_a_copied_sound_keeps_its_priming_packet(film, tmp_path, suffix):
+    """AAC decodes each packet with the one before: the packet before the first frame goes
+    along before zero, skipped by players (an edit list), as the encoder's own delay was,
+    so the output holds the input's very packets, as ``ffmpeg -c:a copy`` gives them."""
+    whole, cut = tmp_path / f"whole{suffix}", tmp_path / f"cut{suffix}"
+    assert main(["transcode", str(film), str(whole)]) == 0
+    assert main(["transcode", str(film), str(cut), "--start", "10"]) == 0
+    source = [bytes(p) for p in packets_of(film, "audio")]
+    kept = [(float(p.pts * p.time_base), bytes(p)) for p in packets_of(cut, "audio")]
+    assert [bytes(p) for p in packets_of(whole, "audio")] == source
+    assert kept[0][0] < 0 <= kept[1][0]  # the packet before the cut primes the decoder
+    first = source.index(kept[1][1])
+    assert [data for _, data in kept] == source[first - 1 : first - 1 + len(kept)]

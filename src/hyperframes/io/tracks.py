@@ -30,6 +30,9 @@ from .streams import other_streams
 from .subtitles import payload, text_of
 
 OPUS_RATES = (8000, 12000, 16000, 24000, 48000)
+TS_NEGATIVE = 0x40000
+"""FFmpeg's ``AVFMT_TS_NEGATIVE``: the container keeps times before zero (MP4, MOV, by an
+edit list) and tells players to skip what is there."""
 
 
 class Carrier:
@@ -93,7 +96,8 @@ class Carrier:
             return
         _copy_tags(stream, out)
         convert = route.codec if route.action == "convert" else None
-        self._tracks[route.index] = _Copy(out, convert, route.to)
+        negative = bool(self._output.format.flags & TS_NEGATIVE)
+        self._tracks[route.index] = _Copy(out, convert, route.to, preroll=negative)
 
     @property
     def carried(self) -> bool:
@@ -171,19 +175,29 @@ class _Track:
 class _Copy(_Track):
     """Packets as they are (or a text subtitle's cue in another codec), shifted by the origin."""
 
-    def __init__(self, out: Any, convert: str | None, to: str | None) -> None:
-        self.out, self.convert, self.to = out, convert, to
+    def __init__(self, out: Any, convert: str | None, to: str | None, preroll: bool) -> None:
+        self.out, self.convert, self.to, self.preroll = out, convert, to, preroll
+        self._preroll: Any = None  # the sound packet just before the video starts
 
     def feed(self, packet: Any, output: Any, origin: float) -> None:
         base = packet.time_base
         shift = round(origin / base)
         if packet.pts < shift:  # starts before the video: a cue that overlaps is shortened
+            if packet.stream.type == "audio":
+                self._preroll = packet if self.preroll else None
+                return
             if not packet.duration or packet.pts + packet.duration <= shift:
                 return
             if packet.stream.type != "subtitle":
                 return
             packet.duration -= shift - packet.pts
             packet.dts = packet.pts = shift
+        if self._preroll is not None:  # sound is decoded from the packet before (AAC's
+            # overlap): it goes first, before zero, as an encoder's own delay does, where
+            # the container can tell players to skip it (MP4 and MOV, by an edit list;
+            # Matroska would play it, so there the first packet decodes without it)
+            preroll, self._preroll = self._preroll, None
+            self.feed_at(preroll, output, shift)
         if self.convert is not None:
             text = text_of(self.convert, bytes(packet))
             if not text.strip():  # mov_text's gaps between cues
@@ -196,6 +210,9 @@ class _Copy(_Track):
                 base,
             )
             packet = new
+        self.feed_at(packet, output, shift)
+
+    def feed_at(self, packet: Any, output: Any, shift: int) -> None:
         packet.pts -= shift
         packet.dts = packet.pts if packet.dts is None else packet.dts - shift
         packet.stream = self.out
