@@ -1,9 +1,9 @@
 """Verified reuse benchmark: a costly stage computed per frame vs once per hyperframe.
 
 For each clip, side by side in one run: the stage on every frame (exact), and with
-``reuse="base"`` at several reuse bounds. Printed: calls made, wall time, speed-up, and the
-PSNR of the output against exact (min and mean over frames). The costly stage is an
-OpenCV bilateral filter (about 10-20 ms per 720p frame here).
+``reuse=ReuseByHyperframe(psnr=...)`` at several reuse bounds. Printed: calls made, wall
+time, speed-up, and the PSNR of the output against exact (min and mean over frames). The
+costly stage is an OpenCV bilateral filter (about 10-20 ms per 720p frame here).
 
 Target (issue 6): >= 5x fewer calls on static-heavy content (testvideo.mp4) with output
 PSNR >= 40 dB against exact.
@@ -24,6 +24,7 @@ import numpy as np
 
 from hyperframes import Pipeline, Sink
 from hyperframes.io.video import VideoSource
+from hyperframes.modes import ReuseByHyperframe
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "pyscenedetect_resources"
 
@@ -62,7 +63,7 @@ def run(path: Path, frames: int, bound: float | None) -> tuple[np.ndarray, float
     if bound is None:
         pipe = pipe.map(counted, workers=2)
     else:
-        pipe = pipe.group().map(counted, reuse="base", reuse_psnr=bound)
+        pipe = pipe.group().map(counted, reuse=ReuseByHyperframe(psnr=bound))
     sink = Keep()
     t0 = time.perf_counter()
     pipe.to(sink).run()

@@ -3,7 +3,7 @@
 For each clip/detector pair, side by side in one run:
 
 * ground truth: the detector on every frame (cached in ``--cache``);
-* **ours, online**: ``map(detect, reuse_target=T, agree="boxes")``, no per-clip setting;
+* **ours, online**: ``map(detect, reuse=ReuseTarget(T, agree="boxes"))``, no per-clip setting;
 * **fixed interval** k (compute every k-th frame, the others reuse the last answer, as
   DeepStream's ``interval``), the best k that meets T, chosen with hindsight;
 * **differencing** (Glimpse / Reducto): compute a frame when its pixel or edge feature has
@@ -58,6 +58,7 @@ import xxhash
 
 from hyperframes import Pipeline
 from hyperframes.io.video import VideoSource
+from hyperframes.modes import ReuseTarget
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "pyscenedetect_resources"
@@ -387,7 +388,7 @@ def ours(
     got: dict[int, np.ndarray] = {}
     report = (
         Pipeline.from_frames(frames, batch_size=BATCH)
-        .map(fn, reuse_target=target, agree="boxes", into="det", workers=2, name="detect")
+        .map(fn, reuse=ReuseTarget(target, agree="boxes"), into="det", workers=2, name="detect")
         .for_each(
             lambda ids, _f, meta: got.update(zip(ids.tolist(), meta["det"], strict=True)),
             batched=True,
@@ -451,7 +452,7 @@ def timed(
     if target is None:
         pipe = pipe.map(detect, workers=2, into="det")
     else:
-        pipe = pipe.map(detect, workers=2, into="det", reuse_target=target, agree="boxes")
+        pipe = pipe.map(detect, workers=2, into="det", reuse=ReuseTarget(target, agree="boxes"))
         if computed is not None:
             pipe = pipe.for_each(note, batched=True, meta=True)
     t0 = time.perf_counter()

@@ -149,7 +149,7 @@ def sweep(max_frames: int) -> list[list[str]]:
         for threshold, min_len, max_len in settings:
             spans = group_frames(frames, threshold=threshold, min_len=min_len, max_len=max_len)
             size = sum(len(encode_group(frames[a:b]).data) for a, b in spans)
-            reuse = []  # PSNR of each frame against its group's base (reuse="base")
+            reuse = []  # PSNR of each frame against its group's base (ReuseByHyperframe)
             for a, b in spans:
                 base = frames[(a + b) // 2]
                 reuse += [mse(base, frames[i]) for i in range(a, b)]

@@ -34,11 +34,13 @@ if _TYPE_CHECKING:
     from .engine.watch import Progress
     from .frames import FrameSpec
     from .io.base import Chunk, Footprint, Sink, Source
+    from .io.carry import Carry
     from .io.image_sink import ImageSequenceSink
     from .io.images import ImageSequenceSource
     from .io.results import ResultsSink
     from .io.video import VideoSource
     from .io.video_sink import VideoSink
+    from .modes import Retry, ReuseByHyperframe, ReuseTarget
     from .pipeline import Pipeline
     from .store import FrameStore, StoreSink
 
@@ -55,6 +57,7 @@ _LAZY = {
     "Chunk": ".io.base",
     "Footprint": ".io.base",
     "Sink": ".io.base",
+    "Carry": ".io.carry",
     "Source": ".io.base",
     "ImageSequenceSink": ".io.image_sink",
     "ImageSequenceSource": ".io.images",
@@ -62,6 +65,9 @@ _LAZY = {
     "VideoSource": ".io.video",
     "VideoSink": ".io.video_sink",
     "Pipeline": ".pipeline",
+    "Retry": ".modes",
+    "ReuseByHyperframe": ".modes",
+    "ReuseTarget": ".modes",
     "FrameStore": ".store",
     "StoreSink": ".store",
     "run_chunked": ".chunked",
@@ -97,6 +103,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Analysis",
+    "Carry",
     "Chunk",
     "CorruptFrame",
     "CycleError",
@@ -113,6 +120,9 @@ __all__ = [
     "PoolExhausted",
     "Progress",
     "ResultsSink",
+    "Retry",
+    "ReuseByHyperframe",
+    "ReuseTarget",
     "RunReport",
     "Sink",
     "Source",

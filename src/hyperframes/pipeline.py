@@ -20,10 +20,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .engine.faults import Retry
 from .engine.report import RunReport
 from .engine.runner import Runner, exclusive
 from .engine.stage import Stage, Streamed
@@ -35,6 +36,7 @@ from .io.base import Sink, Source
 from .io.callbacks import CallbackSink, CollectSink, NullSink
 from .io.handoff import Batches
 from .models import PerWorker
+from .modes import Reuse, from_legacy
 from .stages import map_stages, name_of, render_stage
 
 if TYPE_CHECKING:
@@ -129,14 +131,9 @@ class Pipeline:
         into: str | None = None,
         window: tuple[int, int] | None = None,
         stateful: bool = False,
-        reuse: Literal["none", "base"] = "none",
-        reuse_psnr: float | None = None,
-        reuse_mse: float | None = None,
-        verify_every: int | None = None,
-        reuse_target: float | None = None,
-        agree: str | Callable[[Any, Any], float] | None = None,
-        retries: int = 0,
-        backoff: float = 0.05,
+        reuse: Reuse | None = None,
+        faults: Retry | None = None,
+        **deprecated: Any,
     ) -> Pipeline:
         """Add a stage that runs ``fn`` on each batch of frames.
 
@@ -157,36 +154,35 @@ class Pipeline:
                 windows, ``windows[j, before]`` being frame ``j``, across batch boundaries;
                 the first and last frames repeat at the sequence ends (``engine.window``).
             stateful: ``fn`` keeps state between calls: one worker, batches in input order.
-            reuse: ``"base"`` runs ``fn`` once per hyperframe (needs ``.group()`` before)
-                and shares the result with members within the reuse bound
-                (``engine.reuse``); ``"none"`` computes every frame.
-            reuse_psnr: the bound as a PSNR in dB between member and base (default 40).
-            reuse_mse: the bound as an MSE of pixels in 0..1 (instead of ``reuse_psnr``).
-            verify_every: compute every k-th shared result anyway and report the error.
-            reuse_target: share answers between similar frames while the output's answers
-                agree with ``fn``'s own on this share of frames (e.g. ``0.95``), measured on
-                a sample it computes anyway (``hyper.target``). Needs no ``.group()``; the
-                report gives calls, calls saved, the measured agreement and its bound.
-            agree: how two answers compare, for ``reuse_target`` (and ``verify_every``):
-                ``"equal"`` (default for values), ``"boxes"`` (per-frame ``(N, 4+)`` boxes,
-                F1 at IoU 0.5; ``"boxes:0.7"``), ``"count"``, ``"psnr"`` (default for frames
-                out, 40 dB; ``"psnr:35"``) or a callable ``(a, b) -> float`` in [0, 1]
-                (``hyper.agree``).
-            retries: extra tries of a failing batch, ``backoff * 2**n`` seconds apart.
-                With ``run(allow_failures=...)`` a batch that still fails is retried frame
-                by frame and the frames that fail for good are reported as dead letters.
-            backoff: seconds before the first retry.
+            reuse: share answers between similar frames instead of computing every one
+                (:mod:`hyperframes.modes`): ``ReuseTarget(0.95, agree="boxes")`` keeps the
+                output's answers agreeing with ``fn``'s own on that share of frames,
+                measured on a sample it computes anyway (no ``.group()`` needed; the report
+                gives calls, calls saved, the measured agreement and its bound);
+                ``ReuseByHyperframe(psnr=40)`` runs ``fn`` once per hyperframe (needs
+                ``.group()`` before) and shares the result with members within the bound.
+                ``agree`` says how two answers compare: ``"equal"`` (default for values),
+                ``"boxes"`` (per-frame ``(N, 4+)`` boxes, F1 at IoU 0.5; ``"boxes:0.7"``),
+                ``"count"``, ``"psnr"`` (default for frames out, 40 dB; ``"psnr:35"``) or
+                a callable ``(a, b) -> float`` in [0, 1] (``hyper.agree``).
+            faults: ``Retry(retries, backoff)``: extra tries of a failing batch,
+                ``backoff * 2**n`` seconds apart. With ``run(allow_failures=...)`` a batch
+                that still fails is retried frame by frame and the frames that fail for
+                good are reported as dead letters.
+            deprecated: the keywords these objects replace (``reuse="base"``,
+                ``reuse_psnr``, ``reuse_mse``, ``verify_every``, ``reuse_target``,
+                ``agree``, ``retries``, ``backoff``) still work until 0.6, with a
+                :class:`DeprecationWarning`.
         """
         if not callable(fn):
             raise TypeError(f"map needs a callable, got {type(fn).__name__}")
+        reuse, faults = from_legacy(reuse, faults, deprecated)
         if isinstance(fn, type):  # a model class: one instance per worker, set up once
             fn = PerWorker(fn)
         label = self._unique(name or f"map:{name_of(fn)}")
         stages = map_stages(
             fn, label, workers=workers, spec=spec, queue=queue, into=into, window=window,
-            stateful=stateful, reuse=reuse, reuse_psnr=reuse_psnr, reuse_mse=reuse_mse,
-            verify_every=verify_every, reuse_target=reuse_target, agree=agree, retries=retries,
-            backoff=backoff,
+            stateful=stateful, reuse=reuse, faults=faults,
         )  # fmt: skip
         return dataclasses.replace(self, stages=(*self.stages, *stages))
 

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from .engine.faults import FaultPolicy
+from .engine.faults import Retry
 from .engine.stage import Call, Decided, Stage, Streamed, on_frames
 from .engine.window import HaloStream, WindowCall, check_window, halo_footprint
 from .frames import Batch, FrameSpec
 from .hyper.agree import agreement
-from .hyper.reuse import ReuseStrategy, mse_bound
+from .hyper.reuse import ReuseStrategy
 from .hyper.target import TargetReuse, held
 from .io.arrays import check_frame
 from .io.base import Footprint
+from .modes import Reuse, ReuseByHyperframe, ReuseTarget
 
 #: Where a rendered frame's expected shape comes from, as error messages say it.
 RENDERED = "as the render's spec says (spec= in the API, --size on the command line)"
@@ -38,35 +39,26 @@ def map_stages(
     into: str | None,
     window: tuple[int, int] | None,
     stateful: bool,
-    reuse: Literal["none", "base"],
-    reuse_psnr: float | None,
-    reuse_mse: float | None,
-    verify_every: int | None,
-    reuse_target: float | None,
-    agree: str | Callable[[Any, Any], float] | None,
-    retries: int,
-    backoff: float,
+    reuse: Reuse | None,
+    faults: Retry | None,
 ) -> list[Stage]:
     """The stages of ``Pipeline.map(fn, ...)`` called ``label`` (see its arguments).
 
     Raises:
         ValueError: options that do not combine, or a bad value.
     """
-    if reuse not in ("none", "base"):
-        raise ValueError(f"reuse must be 'none' or 'base', got {reuse!r}")
-    if reuse == "base" and window is not None:
-        raise ValueError("reuse='base' and window= do not combine; use one per stage")
-    if reuse == "none" and (reuse_psnr, reuse_mse, verify_every) != (None, None, None):
-        raise ValueError("reuse_psnr=, reuse_mse= and verify_every= need reuse='base'")
-    if reuse_target is not None and (reuse == "base" or window is not None):
-        raise ValueError(
-            "reuse_target= chooses the frames to compute itself; it does not combine with "
-            "reuse='base' or window="
+    if reuse is not None and not isinstance(reuse, ReuseByHyperframe | ReuseTarget):
+        raise TypeError(
+            f"reuse must be a ReuseByHyperframe or a ReuseTarget, got {type(reuse).__name__}"
         )
-    if agree is not None and reuse_target is None and reuse == "none":
-        raise ValueError("agree= needs reuse_target= (or reuse='base' with verify_every=)")
-    compare = agreement(agree, frames=into is None)
-    faults = FaultPolicy(retries=retries, backoff=backoff) if retries else None
+    if faults is not None and not isinstance(faults, Retry):
+        raise TypeError(f"faults must be a Retry, got {type(faults).__name__}")
+    if reuse is not None and window is not None:
+        raise ValueError(
+            f"reuse={type(reuse).__name__}(...) chooses the frames to compute; it does not "
+            "combine with window= (use one per stage)"
+        )
+    compare = agreement(reuse.agree if reuse is not None else None, frames=into is None)
     stages: list[Stage] = []
     call: Call = on_frames
     if window is not None:
@@ -75,24 +67,22 @@ def map_stages(
         stages.append(Stage(f"{label}:halo", kind=halo))
         call = WindowCall(before, after)
     kind: Decided | None = None
-    if reuse == "base":
-        bound = mse_bound(reuse_psnr=reuse_psnr, reuse_mse=reuse_mse)
+    if isinstance(reuse, ReuseByHyperframe):
         split, workers = workers, 1  # one thread keeps order; `split` compute at once
         plain = partial(
             ReuseStrategy,
-            bound,
-            verify_every=verify_every,
+            reuse.bound,
+            verify_every=reuse.verify_every,
             stage=label,
             split=split,
             frames_out=into is None,
             agree=compare,
         )
         kind = Decided(plain, split)
-    elif reuse_target is not None:
-        target = check_target(reuse_target)
+    elif isinstance(reuse, ReuseTarget):
         split, workers = workers, 1
         targeted = partial(
-            TargetReuse, target, compare, stage=label, split=split, frames_out=into is None
+            TargetReuse, reuse.target, compare, stage=label, split=split, frames_out=into is None
         )
         kind = Decided(targeted, split, Footprint(label, held_batches=held(split)))
 
@@ -106,7 +96,7 @@ def map_stages(
             queue=queue,
             into=into,
             ordered=stateful,
-            faults=faults,
+            faults=faults if faults is not None and faults.retries else None,
             kind=kind,
         )
     )
@@ -137,13 +127,3 @@ def render_call(fn: Callable[..., Any], batch: Batch) -> None:
 
 def name_of(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
-
-
-def check_target(target: float) -> float:
-    """``target`` as a float in (0, 1), or a ValueError that says what to give."""
-    if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target < 1:
-        raise ValueError(
-            f"reuse_target must be a number in (0, 1), the share of frames whose answer must "
-            f"agree with the function's own, got {target!r}; try 0.95"
-        )
-    return float(target)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
+from hyperframes.modes import ReuseByHyperframe
 
 
 def detect(frames: np.ndarray) -> list[float]:
@@ -36,7 +37,7 @@ def test_readme_example_3_hands_the_detections_to_save(synthetic_mp4: Path) -> N
     report = (
         hf.Pipeline.from_source(hf.VideoSource(synthetic_mp4))
         .group()
-        .map(detect, reuse="base", reuse_psnr=45, into="detections", workers=2)
+        .map(detect, reuse=ReuseByHyperframe(psnr=45), into="detections", workers=2)
         .for_each(save, batched=True, meta=True)
         .run()
     )

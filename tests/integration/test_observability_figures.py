@@ -22,6 +22,7 @@ from hyperframes.hyper.reuse import RECENT, ReuseStrategy
 from hyperframes.io.base import Chunk, Source
 from hyperframes.metrics.monitors import Monitors
 from hyperframes.metrics.prometheus import PrometheusExporter
+from hyperframes.modes import ReuseByHyperframe
 from hyperframes.store import FrameStore, StoreWriter
 from hyperframes.store.source import StoreSource
 
@@ -108,7 +109,7 @@ def test_a_reuse_runs_recent_psnr_is_in_the_snapshot_and_the_scrape() -> None:
     report = (
         Pipeline.from_frames(frames, batch_size=8)
         .group(threshold=1e-3, min_len=1, max_len=128)
-        .map(copy_frames, reuse="base", reuse_psnr=30, verify_every=1)
+        .map(copy_frames, reuse=ReuseByHyperframe(psnr=30, verify_every=1))
         .for_each(at_last_frame(n, take))
         .run(monitor=Monitors([exporter, recorder]))
     )
@@ -140,7 +141,7 @@ def test_exact_reuse_reports_an_infinite_psnr_and_none_in_json() -> None:
     report = (
         Pipeline.from_frames(frames, batch_size=8)
         .group(threshold=1e-3, min_len=1, max_len=64)
-        .map(copy_frames, reuse="base", verify_every=2)
+        .map(copy_frames, reuse=ReuseByHyperframe(verify_every=2))
         .run(monitor=recorder)
     )
     assert recorder.last is not None

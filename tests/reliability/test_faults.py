@@ -24,6 +24,7 @@ import xxhash
 
 from hyperframes import FrameSpec, Pipeline, StageError, VideoSink
 from hyperframes.executors.processes import ProcessExecutor
+from hyperframes.modes import Retry
 from hyperframes.store import FrameStore
 
 # -- 1 % of stage calls fail --------------------------------------------------------------
@@ -102,8 +103,8 @@ def run_faulty(faults: tuple[Faults, Faults]) -> tuple[list[int], dict[int, int]
 
     report = (
         Pipeline.from_generator(render, count=N, spec=FrameSpec(SHAPE), workers=2, batch_size=64)
-        .map(stage_a, workers=2, retries=2, backoff=0, name="a")
-        .map(stage_b, workers=2, retries=2, backoff=0, name="b")
+        .map(stage_a, workers=2, faults=Retry(2, backoff=0), name="a")
+        .map(stage_b, workers=2, faults=Retry(2, backoff=0), name="b")
         .for_each(sink, batched=True)
         .run(allow_failures=N)
     )

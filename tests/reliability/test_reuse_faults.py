@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from hyperframes import Pipeline
+from hyperframes.modes import Retry, ReuseByHyperframe, ReuseTarget
 
 N = 240
 
@@ -23,7 +24,7 @@ N = 240
 def frames_with_scenes(*, noise: bool) -> np.ndarray:
     """Frames whose top rows say their scene (a new one every 20 frames), the rest noise
     (so that the stage plans, refines and samples as on a real clip) or black (alike
-    within a scene, for ``reuse="base"``)."""
+    within a scene, for ``ReuseByHyperframe``)."""
     rng = np.random.default_rng(3)
     frames = np.zeros((N, 64, 64, 3), np.uint8)
     if noise:
@@ -38,16 +39,16 @@ def number_of(frame: np.ndarray) -> int:
     return int(frame[0, 0, 0]) * 16 + int(frame[0, 0, 1])
 
 
-TARGET = {"reuse_target": 0.9}
+TARGET = ReuseTarget(0.9)
 
 
 def run(fn, reuse=TARGET, **run_args):  # type: ignore[no-untyped-def]
     got: list[int] = []
     pipe = Pipeline.from_frames(frames_with_scenes(noise=reuse is TARGET), batch_size=8)
-    if "reuse" in reuse:
+    if isinstance(reuse, ReuseByHyperframe):
         pipe = pipe.group()
     report = (
-        pipe.map(fn, into="a", workers=2, name="f", **reuse, **run_args.pop("map", {}))
+        pipe.map(fn, into="a", workers=2, name="f", reuse=reuse, **run_args.pop("map", {}))
         .for_each(lambda ids, _f, _m: got.extend(ids.tolist()), batched=True, meta=True)
         .run(**run_args)
     )
@@ -75,11 +76,11 @@ def test_a_function_that_fails_mid_run_stops_it_with_its_error():
 
 
 @pytest.mark.parametrize(
-    "reuse", [TARGET, {"reuse": "base", "verify_every": 2}], ids=["target", "base"]
+    "reuse", [TARGET, ReuseByHyperframe(verify_every=2)], ids=["target", "base"]
 )
 def test_frames_that_fail_for_good_are_listed_and_every_other_frame_comes_out_once(reuse):
     """A frame whose call fails for good is a dead letter, as in a plain stage: listed,
-    and not handed on with another frame's answer (with ``reuse="base"`` that was so for
+    and not handed on with another frame's answer (with ``ReuseByHyperframe`` that was so for
     a verification frame)."""
     dead = {37, 38, 150} if reuse is TARGET else {9, 10, 11, 12, 150, 151}
     tries: dict[int, int] = {}
@@ -94,7 +95,7 @@ def test_frames_that_fail_for_good_are_listed_and_every_other_frame_comes_out_on
             raise RuntimeError(f"cannot read frames {numbers}")
         return scene(frames)
 
-    got, report = run(fn, reuse, allow_failures=10, map={"retries": 1, "backoff": 0})
+    got, report = run(fn, reuse, allow_failures=10, map={"faults": Retry(1, backoff=0)})
     failed = {f["frame"] for f in report.failures}
     assert failed <= dead
     assert got == sorted(got) and len(set(got)) == len(got)

@@ -25,7 +25,8 @@ def test_public_api_matches_all():
 
 
 API = (
-    "Analysis", "Chunk", "CorruptFrame", "CycleError", "FrameError",
+    "Analysis", "Carry", "Chunk", "CorruptFrame", "CycleError", "FrameError", "Retry",
+    "ReuseByHyperframe", "ReuseTarget",
     "FrameSpec", "FrameStore", "FramesFailed", "HyperframesError", "ImageSequenceSink",
     "ImageSequenceSource", "MediaError", "Pipeline", "PoolExhausted", "Progress", "RunReport",
     "Sink", "Source", "StageError", "StageReport", "StoreCorrupt", "StoreError", "StoreSink",

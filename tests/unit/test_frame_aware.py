@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hyperframes import FramesFailed, Pipeline, Sink
+from hyperframes.modes import Retry, ReuseByHyperframe
 
 pytestmark = pytest.mark.usefixtures("no_thread_leak")
 
@@ -128,7 +129,7 @@ def test_reuse_runs_once_per_hyperframe_and_never_crosses_a_boundary(batch_size)
     report = (
         Pipeline.from_frames(frames, batch_size=batch_size)
         .group(threshold=1e-3, min_len=2, max_len=60)
-        .map(scene_of, reuse="base", reuse_psnr=30, into="scene")
+        .map(scene_of, reuse=ReuseByHyperframe(psnr=30), into="scene")
         .to(sink)
         .run()
     )
@@ -146,7 +147,7 @@ def test_reuse_bound_is_verified_per_frame():
     report = (
         Pipeline.from_frames(frames, batch_size=16)
         .group(threshold=0.05, min_len=1, max_len=60)
-        .map(lambda b: b // 2, reuse="base", reuse_psnr=35, verify_every=5)
+        .map(lambda b: b // 2, reuse=ReuseByHyperframe(psnr=35, verify_every=5))
         .to(sink)
         .run()
     )
@@ -163,7 +164,7 @@ def test_reuse_bound_is_verified_per_frame():
 
 def test_reuse_without_group_is_explained():
     with pytest.raises(Exception, match=r"add \.group\(\)"):
-        Pipeline.from_frames(numbered(8)).map(lambda b: b, reuse="base").run()
+        Pipeline.from_frames(numbered(8)).map(lambda b: b, reuse=ReuseByHyperframe()).run()
 
 
 def test_one_percent_failures_every_frame_accounted_for_once_in_order():
@@ -187,7 +188,7 @@ def test_one_percent_failures_every_frame_accounted_for_once_in_order():
     sink = Rows()
     report = (
         Pipeline.from_frames(numbered(n), batch_size=32)
-        .map(flaky, workers=2, retries=1, backoff=0)
+        .map(flaky, workers=2, faults=Retry(1, backoff=0))
         .to(sink)
         .run(allow_failures=n)
     )
@@ -213,7 +214,7 @@ def test_a_windowed_frame_that_fails_alone_leaves_its_neighbours_windows_right()
     sink = Rows("wsum")
     report = (
         Pipeline.from_frames(numbered(n), batch_size=8)
-        .map(window_sum, window=(before, after), workers=2, into="wsum", retries=1, backoff=0)
+        .map(window_sum, window=(before, after), workers=2, into="wsum", faults=Retry(1, 0))
         .to(sink)
         .run(allow_failures=n)
     )
@@ -243,7 +244,9 @@ def test_without_allow_failures_the_stage_error_is_raised_after_retries():
         raise KeyError("nope")
 
     with pytest.raises(KeyError):
-        Pipeline.from_frames(numbered(8), batch_size=8).map(always, retries=2, backoff=0).run()
+        Pipeline.from_frames(numbered(8), batch_size=8).map(
+            always, faults=Retry(2, backoff=0)
+        ).run()
     assert len(attempts) == 3
 
 
@@ -259,7 +262,7 @@ def test_retry_sees_the_original_input_after_a_half_written_failure():
 
     out = (
         Pipeline.from_frames(numbered(8), batch_size=8)
-        .map(half_write_then_fail, retries=1, backoff=0)
+        .map(half_write_then_fail, faults=Retry(1, backoff=0))
         .collect()
     )
     np.testing.assert_array_equal(out, numbered(8) + 1)
@@ -272,7 +275,7 @@ def test_same_output_for_any_workers_and_batch_size():
         out = (
             Pipeline.from_frames(frames, batch_size=batch_size)
             .group()
-            .map(lambda b: b // 3, reuse="base", reuse_psnr=38)
+            .map(lambda b: b // 3, reuse=ReuseByHyperframe(psnr=38))
             .map(lambda w: w.max(axis=1), window=(2, 1), workers=workers)
             .collect()
         )
@@ -301,7 +304,7 @@ def test_reuse_with_workers_splits_the_computed_frames_and_keeps_results():
     report = (
         Pipeline.from_frames(frames, batch_size=16)
         .group(threshold=0.5, min_len=1, max_len=60)
-        .map(scene_of, reuse="base", reuse_psnr=60, workers=2, into="scene")
+        .map(scene_of, reuse=ReuseByHyperframe(psnr=60), workers=2, into="scene")
         .to(sink)
         .run()
     )

@@ -19,7 +19,7 @@ FLOORS = {
     "frames": 1,
     "executors": 2, "io": 2, "models": 2,
     "engine": 3,
-    "hyper": 4, "metrics": 4,
+    "hyper": 4, "metrics": 4, "modes": 4,
     "store": 5, "_estimate": 5, "_identity": 5, "stages": 5,
     "pipeline": 6, "gpu": 6,
     "analysis": 7, "segments": 7,

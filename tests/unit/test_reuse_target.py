@@ -1,5 +1,5 @@
-"""Accuracy-targeted reuse (``map(fn, reuse_target=, agree=)``) against a plain loop, the
-agreement functions, and the fixes to ``reuse="base"`` with per-frame values."""
+"""Accuracy-targeted reuse (``map(fn, reuse=ReuseTarget(...))``) against a plain loop, the
+agreement functions, and the fixes to ``ReuseByHyperframe`` with per-frame values."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from hyperframes import Pipeline
 from hyperframes.engine.figures import TargetFigures
 from hyperframes.hyper.agree import agreement
 from hyperframes.hyper.target import REACH, TargetReuse, held
+from hyperframes.modes import Retry, ReuseByHyperframe, ReuseTarget
 
 
 def scenes(n: int = 400, size: int = 32, seed: int = 1) -> tuple[np.ndarray, list[int]]:
@@ -80,7 +81,7 @@ def run_target(frames, fn, *, target, agree=None, batch_size=16, workers=1, grou
     if group:
         pipe = pipe.group()
     report = (
-        pipe.map(fn, reuse_target=target, agree=agree, into="a", workers=workers, name="f")
+        pipe.map(fn, reuse=ReuseTarget(target, agree), into="a", workers=workers, name="f")
         .for_each(
             lambda ids, _f, meta: got.update(zip(ids.tolist(), meta["a"], strict=True)),
             batched=True,
@@ -277,7 +278,7 @@ def test_a_target_the_output_falls_short_of_is_said_in_the_report():
     for answer, short in ((flickers, True), (lambda f: 1, False)):
         report = (
             Pipeline.from_frames(frames, batch_size=16)
-            .map(Counted(answer), reuse_target=0.95, into="a", name="f")
+            .map(Counted(answer), reuse=ReuseTarget(0.95), into="a", name="f")
             .run()
         )
         figures = report.extra["f"]
@@ -335,7 +336,7 @@ def test_frames_out_are_the_functions_frames_where_shared_within_psnr():
         calls[0] += len(batch)
         return (batch // 2).astype(np.uint8)
 
-    out = Pipeline.from_frames(frames, batch_size=16).map(blur, reuse_target=0.95).collect()
+    out = Pipeline.from_frames(frames, batch_size=16).map(blur, reuse=ReuseTarget(0.95)).collect()
     exact = frames // 2
     assert out.shape == exact.shape and out.dtype == np.uint8
     same = np.mean([np.array_equal(a, b) for a, b in zip(out, exact, strict=True)])
@@ -347,14 +348,35 @@ def test_frames_out_are_the_functions_frames_where_shared_within_psnr():
 
 def test_options_that_do_not_go_together_are_refused():
     pipe = Pipeline.from_frames(np.zeros((4, 4, 4, 3), np.uint8))
-    with pytest.raises(ValueError, match="reuse_target must be a number in"):
-        pipe.map(lambda b: b, reuse_target=1.5)
+    with pytest.raises(ValueError, match="target must be a number in"):
+        ReuseTarget(1.5)
+    with pytest.raises(ValueError, match="does not combine with window"):
+        pipe.map(lambda b: b, reuse=ReuseTarget(0.9), window=(1, 1))
+    with pytest.raises(ValueError, match="it needs verify_every"):
+        ReuseByHyperframe(agree="boxes")
+    with pytest.raises(ValueError, match="agree must be one of"):
+        pipe.map(lambda b: b, reuse=ReuseTarget(0.9, agree="iou"))
+    with pytest.raises(TypeError, match="reuse must be a ReuseByHyperframe or a ReuseTarget"):
+        pipe.map(lambda b: b, reuse=0.9)  # type: ignore[arg-type]
+
+
+def test_the_keywords_before_the_objects_still_work_with_a_warning():
+    frames = np.repeat(np.arange(8, dtype=np.uint8), 4 * 4 * 3).reshape(8, 4, 4, 3)
+    pipe = Pipeline.from_frames(frames, batch_size=4)
+    with pytest.warns(DeprecationWarning, match=r"reuse_target=0.9.*pass reuse=ReuseTarget"):
+        old = pipe.map(lambda b: b[:, 0, 0, 0], reuse_target=0.9, agree="equal", into="a")
+    (stage,) = old.stages
+    new = pipe.map(lambda b: b[:, 0, 0, 0], reuse=ReuseTarget(0.9, "equal"), into="a")
+    assert type(stage.kind) is type(new.stages[0].kind)
+    with pytest.warns(DeprecationWarning, match="faults=Retry"):
+        base = pipe.group().map(lambda b: b, reuse="base", reuse_psnr=30, retries=1, backoff=0)
+    assert base.stages[-1].faults == Retry(1, backoff=0)
     with pytest.raises(ValueError, match="does not combine"):
         pipe.map(lambda b: b, reuse_target=0.9, reuse="base")
     with pytest.raises(ValueError, match="agree= needs reuse_target"):
         pipe.map(lambda b: b, agree="boxes")
-    with pytest.raises(ValueError, match="agree must be one of"):
-        pipe.map(lambda b: b, reuse_target=0.9, agree="iou")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'reuse_targte'"):
+        pipe.map(lambda b: b, reuse_targte=0.9)
 
 
 def test_agreement_functions():
@@ -388,7 +410,7 @@ def test_base_reuse_of_boxes_of_different_lengths_does_not_crash_and_counts_call
     report = (
         Pipeline.from_frames(frames, batch_size=8)
         .group()
-        .map(boxes, reuse="base", verify_every=2, agree="boxes", into="b", name="f")
+        .map(boxes, reuse=ReuseByHyperframe(verify_every=2, agree="boxes"), into="b", name="f")
         .for_each(
             lambda ids, _f, m: got.update(zip(ids.tolist(), m["b"], strict=True)),
             batched=True,
@@ -411,7 +433,7 @@ def test_a_long_unchanging_run_neither_waits_nor_holds_more_than_it_declared(wor
     fn = Counted(lambda f: 1)
     report = (
         Pipeline.from_frames(frames, batch_size=2)
-        .map(fn, reuse_target=0.95, into="a", workers=workers, name="f")
+        .map(fn, reuse=ReuseTarget(0.95), into="a", workers=workers, name="f")
         .run(slot_timeout=20, slots=held(workers) + 2)  # what it declares, and no more
     )
     assert report.frames == 3000
@@ -452,7 +474,7 @@ def test_live_figures_show_calls_agreement_and_the_rule_mid_run():
 
     (
         Pipeline.from_frames(frames, batch_size=16)
-        .map(Counted(lambda f: int(f[0, 0, 0]) // 8), reuse_target=0.9, into="a", name="f")
+        .map(Counted(lambda f: int(f[0, 0, 0]) // 8), reuse=ReuseTarget(0.9), into="a", name="f")
         .run(monitor=Watch(), progress=progress)
     )
     mid = seen["mid"]

@@ -12,6 +12,7 @@ import pytest
 import hyperframes as hf
 from hyperframes.engine.stage import Decided, Stage
 from hyperframes.io.base import Chunk, Sink, Source
+from hyperframes.modes import Retry
 
 
 class Watch:
@@ -99,7 +100,7 @@ def test_a_retry_back_off_stops_when_the_run_fails():
     with pytest.raises(KeyError, match="other stage"):
         hf.Pipeline.from_frames(np.zeros((4, 2, 2, 3), np.uint8), batch_size=2).map(
             second_batch_fails
-        ).map(flaky, retries=3, backoff=30.0).run()  # back-offs of 30, 60 and 120 s
+        ).map(flaky, faults=Retry(3, backoff=30.0)).run()  # back-offs of 30, 60 and 120 s
     assert not any(t.name.startswith("hf-") for t in threading.enumerate())  # none left behind
     assert time.monotonic() - start < 5  # not STOP_GRACE_S (10 s) waiting on a sleeper
 

@@ -13,6 +13,7 @@ from hyperframes.engine.window import HaloStream, halo_footprint
 from hyperframes.hyper.agree import agreement
 from hyperframes.hyper.target import TargetReuse
 from hyperframes.io.base import Footprint
+from hyperframes.modes import ReuseTarget
 from hyperframes.segments import halo_of
 
 FRAMES = np.zeros((8, 4, 4, 3), np.uint8)
@@ -60,7 +61,7 @@ def test_a_footprint_comes_from_the_kind_and_an_ordered_plain_stage_is_stateful(
     ("build", "halo"),
     [
         (lambda p: p.map(_same, window=(2, 1)).map(_same, window=(0, 3)), (2, 4)),
-        (lambda p: p.map(_same, reuse_target=0.9), (0, 0)),
+        (lambda p: p.map(_same, reuse=ReuseTarget(0.9)), (0, 0)),
         (lambda p: p, (0, 0)),
     ],
 )

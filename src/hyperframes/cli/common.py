@@ -39,10 +39,13 @@ def add_function_options(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def check_function_options(args: argparse.Namespace) -> None:
-    """Refuse ``--agree`` without ``--reuse-target`` (it would do nothing)."""
+def reuse_of(args: argparse.Namespace) -> Any:
+    """The ``ReuseTarget`` of ``--reuse-target``/``--agree`` (``--agree`` alone is refused)."""
     if args.agree is not None and args.reuse_target is None:
         raise UsageError("--agree says how answers compare for --reuse-target; add it")
+    from ..modes import ReuseTarget
+
+    return None if args.reuse_target is None else ReuseTarget(args.reuse_target, args.agree)
 
 
 def fail(exc: BaseException, flags: Collection[str] = ()) -> int:

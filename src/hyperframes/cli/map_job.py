@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .common import add_function_options, check_function_options, frame_size, positive_int
+from .common import add_function_options, frame_size, positive_int, reuse_of
 from .observe import add_long_options, workers_of
 from .scale import add_chunk_options
 
@@ -42,16 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_map, reads=("input",), writes=("out",))
 
 
-def answers_stage(
-    pipeline: Any, *, fn: Any, workers: int, reuse_target: float | None, agree: str | None
-) -> Any:
+def answers_stage(pipeline: Any, *, fn: Any, workers: int, reuse: Any) -> Any:
     """The map job's one stage: ``fn``'s answers into ``meta["value"]`` (a build function
     for chunked runs, importable by Ray workers)."""
     from ..models import Answers
 
-    return pipeline.map(
-        Answers(fn), into="value", workers=workers, reuse_target=reuse_target, agree=agree
-    )
+    return pipeline.map(Answers(fn), into="value", workers=workers, reuse=reuse)
 
 
 def run_map(args: argparse.Namespace) -> int:
@@ -67,13 +63,10 @@ def run_map(args: argparse.Namespace) -> int:
 
     if args.resume and args.overwrite:
         raise UsageError("pass either --resume (continue the rows) or --overwrite, not both")
-    check_function_options(args)
+    reuse = reuse_of(args)
     format_of(args.out)  # a suffix we write, before any work
     fn = load(args.function)
-    build = functools.partial(
-        answers_stage, fn=fn, workers=workers_of(args), reuse_target=args.reuse_target,
-        agree=args.agree,
-    )  # fmt: skip
+    build = functools.partial(answers_stage, fn=fn, workers=workers_of(args), reuse=reuse)
     if args.chunks is not None:
         return _run_chunked(args, fn, build)
     job = {

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from .common import (
     UsageError,
     add_function_options,
-    check_function_options,
     emit_report,
     frame_size,
     position,
     positive_int,
     print_json,
+    reuse_of,
 )
 from .observe import add_long_options, observed, observed_run, workers_of
 from .scale import add_chunk_options, ray_for_chunks
@@ -159,7 +159,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
     filter_spec = getattr(args, "map", None)  # demo's runs have no --map nor --chunks
     if filter_spec is not None:
-        check_function_options(args)
+        reuse_of(args)  # (checked before any work)
         if args.chunks is not None:
             raise UsageError("--map runs in one process for now; drop --chunks")
     carry = None
@@ -186,9 +186,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
         from ..models import load
 
         fn = load(filter_spec)
-        pipeline = pipeline.map(
-            fn, workers=workers_of(args), reuse_target=args.reuse_target, agree=args.agree
-        )
+        pipeline = pipeline.map(fn, workers=workers_of(args), reuse=reuse_of(args))
     report, extra = observed_run(args, pipeline.to(sink), "transcode")
     skipped = getattr(source, "skipped", [])
     if skipped:

@@ -1,6 +1,6 @@
 """Surviving failures without losing a frame: retries, per-frame fallback, dead letters.
 
-A stage with a :class:`FaultPolicy` calls its function again on a failing batch (after
+A stage with a :class:`Retry` calls its function again on a failing batch (after
 restoring the batch's input, which the failed call may have half-written), waiting
 ``backoff * 2**attempt`` seconds between tries. If the batch still fails and the run
 allows failures, the frames are tried one by one: the good ones go on, each bad one
@@ -18,15 +18,15 @@ from ..errors import FramesFailed
 
 
 @dataclass(frozen=True)
-class FaultPolicy:
-    """How a stage meets failure.
+class Retry:
+    """How a stage meets failure: ``Pipeline.map(fn, faults=Retry(2))``.
 
     Attributes:
         retries: extra tries of a failing batch (and of a failing frame in the fallback).
         backoff: seconds before the first retry; doubled each time.
     """
 
-    retries: int = 0
+    retries: int = 2
     backoff: float = 0.05
 
     def __post_init__(self) -> None:

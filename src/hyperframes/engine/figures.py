@@ -63,7 +63,7 @@ class ReuseFigures(StageFigures):
 
 @dataclass(frozen=True)
 class BoundFigures(ReuseFigures):
-    """``reuse="base"``: results shared within a bound on the input's pixels.
+    """``ReuseByHyperframe``: results shared within a bound on the input's pixels.
 
     With verification, the error measured on verified frames: for frames out,
     ``verify_psnr_min`` (the worst; ``None`` when exact) and ``psnr_mean_recent``; for
@@ -92,7 +92,7 @@ class BoundFigures(ReuseFigures):
 
 @dataclass(frozen=True)
 class TargetFigures(ReuseFigures):
-    """``reuse_target=``: calls, the agreement of shared answers as sampled, the estimated
+    """``ReuseTarget``: calls, the agreement of shared answers as sampled, the estimated
     agreement of the output and its one-sided 95 % lower bound, and the current rule
     (``span``: frames one answer may serve; ``threshold``: how far a frame may move)."""
 

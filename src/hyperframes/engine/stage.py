@@ -26,7 +26,7 @@ from ..errors import StageError
 from ..executors import Executor, ThreadExecutor
 from ..frames import Batch, FramePool, FrameSpec
 from ..io.base import Footprint
-from .faults import FaultPolicy
+from .faults import Retry
 
 if TYPE_CHECKING:
     from .stage_run import StageRun
@@ -152,7 +152,7 @@ class Stage:
     queue: int | None = None
     into: str | None = None
     ordered: bool = False
-    faults: FaultPolicy | None = None
+    faults: Retry | None = None
     kind: Kind = None
     facts: Mapping[str, Any] | None = None
 

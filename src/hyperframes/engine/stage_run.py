@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import Cancelled, StageError
 from ..frames import Batch, FramePool, FrameSpec
-from .faults import DeadLetters, FaultPolicy
+from .faults import DeadLetters, Retry
 from .stage import Decided, Stage, Strategy, Stream, Streamed
 
 
@@ -88,7 +88,7 @@ class StageRun:
         policy = self.stage.faults
         if policy is None and not dead.isolating:
             return self._call(batch)
-        policy = policy or FaultPolicy()
+        policy = policy or Retry(retries=0)
         backup = batch.frames.copy()
         try:
             return self._call_with_retries(batch, backup, policy)
@@ -103,7 +103,7 @@ class StageRun:
         result = self.stage.call(self._run_fn, batch)
         return batch.frames if result is None else result
 
-    def _call_with_retries(self, batch: Batch, backup: np.ndarray, policy: FaultPolicy) -> Any:
+    def _call_with_retries(self, batch: Batch, backup: np.ndarray, policy: Retry) -> Any:
         for attempt in range(policy.retries + 1):
             try:
                 return self._call(batch)
@@ -115,9 +115,7 @@ class StageRun:
                     raise Cancelled("the pipeline stopped during a retry's back-off") from None
         raise AssertionError("unreachable")
 
-    def _per_frame(
-        self, batch: Batch, backup: np.ndarray, policy: FaultPolicy, dead: DeadLetters
-    ) -> Any:
+    def _per_frame(self, batch: Batch, backup: np.ndarray, policy: Retry, dead: DeadLetters) -> Any:
         kept: list[int] = []
         parts: list[Any] = []
         for j in range(batch.count):

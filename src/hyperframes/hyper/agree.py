@@ -1,6 +1,6 @@
 """How two answers of a stage function compare: a score in [0, 1] (1 = the same answer).
 
-Accuracy-targeted reuse (``map(fn, reuse_target=0.95, agree=...)``) measures the answers it
+Accuracy-targeted reuse (``map(fn, reuse=ReuseTarget(0.95, agree=...))``) measures the answers it
 shares against answers it computes anyway with one of these:
 
 * ``"equal"``: 1 when the two values are equal (arrays element-wise), else 0.

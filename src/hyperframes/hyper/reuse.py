@@ -1,4 +1,4 @@
-"""Compute once per hyperframe: ``.map(fn, reuse="base")``, verified.
+"""Compute once per hyperframe: ``.map(fn, reuse=ReuseByHyperframe())``, verified.
 
 Inside a hyperframe (tagged by ``.group()``), the first frame is the *base*: ``fn`` runs
 on it, and its result is shared by each later member whose distance to the base (exact
@@ -40,20 +40,6 @@ from .agree import Agreement, equal
 
 RECENT = 64
 """How many of the latest verifications the running PSNR (``psnr_mean_recent``) covers."""
-
-
-def mse_bound(*, reuse_psnr: float | None, reuse_mse: float | None) -> float:
-    """The largest member-to-base MSE (pixels in 0..1) that may share the base's result."""
-    if reuse_psnr is not None and reuse_mse is not None:
-        raise ValueError("give reuse_psnr= or reuse_mse=, not both")
-    if reuse_mse is not None:
-        if not 0 <= reuse_mse <= 1:
-            raise ValueError(f"reuse_mse must be in [0, 1] (pixels in 0..1), got {reuse_mse}")
-        return float(reuse_mse)
-    psnr = 40.0 if reuse_psnr is None else float(reuse_psnr)
-    if not 0 < psnr <= 200:
-        raise ValueError(f"reuse_psnr must be in (0, 200] dB, got {reuse_psnr}; try 40")
-    return float(10 ** (-psnr / 10))
 
 
 class ReuseStrategy:

@@ -1,6 +1,6 @@
 """Reuse that meets an accuracy target on the function's own answers.
 
-``map(fn, reuse_target=0.95, agree="boxes")``: the user says how often a frame's answer may
+``map(fn, reuse=ReuseTarget(0.95, agree="boxes"))``: the user says how often a frame's answer may
 differ from what ``fn`` would have said on that frame (agreement as ``agree`` scores it,
 see ``hyper.agree``); the stage computes as few frames as it can while its measured
 agreement stays at the target. No per-clip tuning: it learns as the run goes.
