@@ -47,7 +47,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
@@ -58,10 +58,11 @@ from .engine.watch import Monitor, Progress, ProgressFn
 from .errors import HyperframesError
 from .executors.ray import RayExecutor, check_shippable, node_id
 from .frames import FrameSpec
+from .io.carry import Carry
 from .io.publish import check_output, host_name
 from .io.results import FORMATS as RESULTS
 from .io.results import format_of
-from .io.video_sink import VideoSink
+from .io.video_sink import EncoderOptions, VideoSink
 from .segments import (
     Build,
     Carried,
@@ -78,6 +79,26 @@ from .segments import (
     video_frames,
 )  # fmt: skip
 
+
+class ChunkOptions(EncoderOptions, total=False):
+    """The options of :func:`run_chunked` and :func:`render_chunked` (see the latter), and
+    the encoder's (:class:`~hyperframes.io.video_sink.EncoderOptions`)."""
+
+    executor: RayExecutor | str | None
+    workers: int | None
+    resume: bool
+    segments: int | None
+    cpus_per_segment: int
+    batch_size: int | None
+    memory: int | str | None
+    work_dir: str | os.PathLike[str] | None
+    keep_segments: bool
+    overwrite: bool
+    progress: ProgressFn | None
+    monitor: Monitor | None
+    carry: Carry | None
+
+
 LOCAL_SEGMENT_FRAMES, MAX_LOCAL_SEGMENTS = 1_000, 200
 """Frames of a segment of a local run, and the most segments (:func:`local_segments`)."""
 
@@ -93,7 +114,7 @@ def run_chunked(
     start: int = 0,
     stop: int | None = None,
     source_options: dict[str, Any] | None = None,
-    **options: Any,
+    **options: Unpack[ChunkOptions],
 ) -> RunReport:
     """Process the video ``source`` into ``output`` in keyframe-aligned segments, a Ray
     task each, joined by stream copy.
@@ -137,13 +158,15 @@ def run_chunked(
     def offset(frame: int) -> float:
         return float((pts[frame] - pts[start]) * base)
 
-    carry = options.pop("carry", None)
+    carry, carried = options.get("carry"), None
     if carry is not None:  # the input's other streams, over the span the frames cover
         step = pts[-1] - pts[-2] if len(pts) > 1 else round(1 / (30 * base))
         end = pts[stop] if stop < len(pts) else pts[-1] + step
         span = float(pts[start] * base), float(end * base)
-        options["carried"] = Carried(carry, carry.source or job.path, *span)
-    return _run(job, output, build, (start, stop), len(pts), keyframes, offset, facts, **options)
+        carried = Carried(carry, carry.source or job.path, *span)
+    return _run(
+        job, output, build, (start, stop), len(pts), keyframes, offset, facts, carried, **options
+    )
 
 
 def render_chunked(
@@ -154,7 +177,7 @@ def render_chunked(
     size: tuple[int, int],
     fps: float = 30.0,
     build: Build | None = None,
-    **options: Any,
+    **options: Unpack[ChunkOptions],
 ) -> RunReport:
     """Render ``fn(i)`` for ``i`` in ``0..count-1`` into ``output`` in segments, a Ray task
     each, joined by stream copy.
@@ -202,12 +225,14 @@ def render_chunked(
     def offset(frame: int) -> float:
         return frame / fps
 
-    carry = options.pop("carry", None)
+    carry, carried = options.get("carry"), None
     if carry is not None:
         if carry.source is None:
             raise ValueError("a render has no input to carry streams from; pass carry.source")
-        options["carried"] = Carried(carry, carry.source, 0.0, count / fps)
-    return _run(job, output, build, (0, count), count, None, offset, facts, fps=fps, **options)
+        carried = Carried(carry, carry.source, 0.0, count / fps)
+    return _run(
+        job, output, build, (0, count), count, None, offset, facts, carried, fps=fps, **options
+    )
 
 
 def _run(
@@ -219,7 +244,9 @@ def _run(
     cuts: list[int] | None,
     offset: Callable[[int], float],
     facts: dict[str, Any],
+    carried: Carried | None,
     *,
+    fps: float | None = None,
     executor: RayExecutor | str | None = None,
     workers: int | None = None,
     resume: bool = True,
@@ -232,9 +259,10 @@ def _run(
     overwrite: bool = False,
     progress: ProgressFn | None = None,
     monitor: Monitor | None = None,
-    carried: Carried | None = None,
-    **sink_options: Any,
+    carry: Carry | None = None,  # (the caller's ``carried`` says what of it to join)
+    **encoder: Unpack[EncoderOptions],
 ) -> RunReport:
+    sink_options: dict[str, Any] = dict(encoder) | ({"fps": fps} if fps is not None else {})
     t0 = time.perf_counter()
     target = check_output(output, overwrite=overwrite)
     if cpus_per_segment < 1:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import logging
 
     from ..executors import Executor
+    from ..executors.ray import RayExecutor
 
 EXECUTORS = ("threads", "processes", "ray")
 QUIET = {"logging_level": "warning"}
@@ -75,7 +76,7 @@ def executor_for(args: argparse.Namespace) -> str | Executor:
     return name
 
 
-def ray_for_chunks(args: argparse.Namespace) -> Executor:
+def ray_for_chunks(args: argparse.Namespace) -> RayExecutor:
     """The Ray connection ``--chunks`` runs its segments on.
 
     Raises:
@@ -95,7 +96,7 @@ def ray_for_chunks(args: argparse.Namespace) -> Executor:
     return ray_executor(getattr(args, "ray_address", None))
 
 
-def ray_executor(address: str | None) -> Executor:
+def ray_executor(address: str | None) -> RayExecutor:
     """Start or join Ray at ``address`` with :data:`QUIET` and without :data:`TOKEN_NOTICE`.
 
     Ray's other warnings, C++ lines included, still reach stderr: the one an offline
@@ -105,11 +106,14 @@ def ray_executor(address: str | None) -> Executor:
     import logging
 
     from ..executors import get_executor
+    from ..executors.ray import RayExecutor
 
     notices = logging.getLogger(TOKEN_LOGGER)
     if _not_token_notice not in notices.filters:
         notices.addFilter(_not_token_notice)
-    return get_executor("ray", address=address, **QUIET)
+    executor = get_executor("ray", address=address, **QUIET)
+    assert isinstance(executor, RayExecutor)
+    return executor
 
 
 def _not_token_notice(record: logging.LogRecord) -> bool:

@@ -17,7 +17,7 @@ import contextlib
 import os
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import av
 import av.container
@@ -47,6 +47,18 @@ _FFV1_FORMATS = {1: "gray", 3: "bgr0", 4: "bgra"}
 _FRAME_THREADED = frozenset({"libx264"})
 #: Encoders that copy their input in ``encode`` (x264): given views, not per-frame copies.
 _COPIES_INPUT = frozenset({"libx264"})
+
+
+class EncoderOptions(TypedDict, total=False):
+    """The encoder's options, as :class:`VideoSink` takes them (a chunked run hands them to
+    each segment's sink)."""
+
+    codec: str
+    crf: int | None
+    preset: str | None
+    pix_fmt: str | None
+    options: dict[str, str] | None
+    input_pix_fmt: str | None
 
 
 class VideoSink(Sink):
