@@ -9,7 +9,6 @@ Example:
 """
 
 import importlib as _importlib
-import warnings as _warnings
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
@@ -74,22 +73,8 @@ _LAZY = {
     "render_chunked": ".chunked",
 }
 
-#: Internals that 0.2 exported and no public call takes or returns; still found here, with
-#: a warning, until 0.4.
-_MOVED = {"Batch": ".frames", "FramePool": ".frames", "TaskGraph": ".engine.dag"}
-
-
 def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
-    if module is None and name in _MOVED:
-        where = f"hyperframes{_MOVED[name]}"
-        _warnings.warn(
-            f"hyperframes.{name} is internal and leaves the package root in 0.4; "
-            f"import it from {where}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(_importlib.import_module(_MOVED[name], __name__), name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(_importlib.import_module(module, __name__), name)

@@ -20,14 +20,26 @@ def test_channel_is_fifo_and_ends_for_every_consumer():
     assert ch.high_water == 3
 
 
+class _ToldCondition(threading.Condition):
+    """A condition that says when a thread waits on it (under its lock, so whoever takes
+    the lock next finds the thread waiting, not about to)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return super().wait(timeout)
+
+
 def test_channel_cancel_wakes_a_blocked_producer():
     ch = Channel(1)
+    told = ch._cond = _ToldCondition()  # (the test's one look inside: when put blocks)
     ch.put(1)
     errors = []
-    started = threading.Event()
 
     def producer():
-        started.set()
         try:
             ch.put(2)
         except Cancelled as exc:
@@ -35,7 +47,7 @@ def test_channel_cancel_wakes_a_blocked_producer():
 
     t = threading.Thread(target=producer)
     t.start()
-    started.wait(5)
+    assert told.waiting.wait(5), "the producer never blocked on the full channel"
     ch.cancel()
     t.join(5)
     assert not t.is_alive() and errors

@@ -35,15 +35,13 @@ API = (
     "render_chunked", "run_chunked",  # 0.3: public in the docs all along
     "Footprint",  # 0.3.1: what a sink of your own holds, for the run's plan
 )  # fmt: skip
-"""The API of 0.3.0. Batch, FramePool and TaskGraph left it in 0.3 (internals no public
-call takes or returns): ``hf.Batch`` still works, with a DeprecationWarning."""
+"""The API of 0.4.0. Batch, FramePool and TaskGraph left it in 0.3 (internals no public
+call takes or returns) and resolved at the root with a warning until 0.4."""
 
 
-def test_internals_that_left_the_api_still_resolve_with_a_warning():
-    from hyperframes.frames import Batch
-
-    with pytest.warns(DeprecationWarning, match="import it from hyperframes.frames"):
-        assert hyperframes.Batch is Batch
+def test_internals_that_left_the_api_are_gone_from_the_root():
+    for name in ("Batch", "FramePool", "TaskGraph"):
+        assert not hasattr(hyperframes, name)
 
 
 def test_version(capsys):

@@ -39,21 +39,22 @@ def test_a_wide_graph_keeps_order_and_bounds_parallelism() -> None:
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
+        time.sleep(0.001)  # running long enough for others to start beside it
         with lock:
             running[0] -= 1
         return sum(deps) + 1
 
     g = TaskGraph()
     g.add("root", task)
-    for i in range(5_000):
+    for i in range(2_000):
         g.add(i, task, deps=["root"])
-    g.add("sink", lambda *xs: len(xs), deps=list(range(5_000)))
+    g.add("sink", lambda *xs: len(xs), deps=list(range(2_000)))
     started = time.perf_counter()
     out = g.run(workers=3)
     assert time.perf_counter() - started < 8.0
-    assert out["sink"] == 5_000 and out[4_999] == 2
-    assert list(out) == ["root", *range(5_000), "sink"]
-    assert peak[0] <= 3
+    assert out["sink"] == 2_000 and out[1_999] == 2
+    assert list(out) == ["root", *range(2_000), "sink"]
+    assert 2 <= peak[0] <= 3  # in parallel (the count sees it), and never past the workers
 
 
 def test_a_cycle_in_a_long_chain_still_raises_before_anything_runs() -> None:
