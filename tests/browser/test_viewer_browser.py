@@ -223,6 +223,7 @@ def measure(page: Any, fmt: str, *, presses: int = PRESSES, baseline: bool = Tru
     return row
 
 
+@pytest.mark.slow  # 27 s: make test-slow (CI runs it after make test)
 def test_key_to_frame_latency_at_720p(
     page: Any, served: tuple[Viewer, str], artifacts: Path, record_property: Any
 ) -> None:
@@ -245,6 +246,7 @@ def test_key_to_frame_latency_at_720p(
     assert jpeg["p95_ms"] <= jpeg["budget_ms"], jpeg
 
 
+@pytest.mark.slow
 def test_the_latency_check_catches_a_slow_key_handler(page: Any) -> None:
     """The comparison above fails when the page does 150 ms of work per key press."""
     warm_up(page, "jpeg")

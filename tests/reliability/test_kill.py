@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 
+@pytest.mark.slow  # 40 s: make test-slow (CI runs it after make test)
 def test_kill_9_mid_run_leaves_an_output_that_resumes_or_reruns_equal(
     tmp_path: Path, benchmark_module
 ) -> None:
