@@ -73,6 +73,7 @@ _LAZY = {
     "render_chunked": ".chunked",
 }
 
+
 def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
     if module is None:

@@ -407,3 +407,20 @@ def test_a_copied_sound_keeps_its_priming_packet(film, tmp_path, suffix):
     assert kept[0][0] < 0 <= kept[1][0]  # the packet before the cut primes the decoder
     first = source.index(kept[1][1])
     assert [data for _, data in kept] == source[first - 1 : first - 1 + len(kept)]
+
+
+def test_a_stream_that_cannot_be_read_fails_in_one_line_and_leaves_nothing(
+    film, tmp_path, monkeypatch, capsys
+):
+    from hyperframes.io import tracks
+
+    def damaged(self, packet, output, origin):  # type: ignore[no-untyped-def]
+        raise av.InvalidDataError(1094995529, "Invalid data found when processing input")
+
+    monkeypatch.setattr(tracks._Copy, "feed", damaged)
+    out = tmp_path / "out.mp4"
+    assert main(["transcode", str(film), str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the input's sound or subtitles cannot be carried near" in err[0]
+    assert "pass --audio none and --subtitles none" in err[0]
+    assert not out.exists() and list(tmp_path.iterdir()) == []

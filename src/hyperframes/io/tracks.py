@@ -23,6 +23,7 @@ from typing import Any
 import av
 import av.container
 
+from ..errors import MediaError
 from .carry import STREAM_TAGS, Carry, Route, kept_tags, plan
 from .sound import SoundEncoder
 from .streams import other_streams
@@ -108,21 +109,31 @@ class Carrier:
 
     def until(self, seconds: float) -> None:
         """Mux what starts before ``seconds`` of the input (and ends after the origin),
-        shifted to the output's clock."""
-        while True:
-            packet = self._held if self._held is not None else next(self._packets, None)
-            self._held = None
-            if packet is None:
-                break
-            if packet.pts is None or not packet.size:
-                continue  # a demuxer's flush packet, or one without a time
-            at = float(packet.pts * packet.time_base)
-            if at >= seconds:
-                self._held = packet
-                break
-            self._tracks[packet.stream.index].feed(packet, self._output, self._origin)
-        for track in self._tracks.values():
-            track.reach(seconds, self._output, self._origin)
+        shifted to the output's clock.
+
+        Raises:
+            MediaError: a stream of the input cannot be read or re-encoded there.
+        """
+        try:
+            while True:
+                packet = self._held if self._held is not None else next(self._packets, None)
+                self._held = None
+                if packet is None:
+                    break
+                if packet.pts is None or not packet.size:
+                    continue  # a demuxer's flush packet, or one without a time
+                at = float(packet.pts * packet.time_base)
+                if at >= seconds:
+                    self._held = packet
+                    break
+                self._tracks[packet.stream.index].feed(packet, self._output, self._origin)
+            for track in self._tracks.values():
+                track.reach(seconds, self._output, self._origin)
+        except av.FFmpegError as exc:
+            raise MediaError(
+                f"the input's sound or subtitles cannot be carried near {seconds:.3f} s "
+                f"({exc}); pass --audio none and --subtitles none to leave them out"
+            ) from exc
 
     def finish(self, end: float) -> None:
         """Mux what starts before ``end`` seconds of the input, cut there, and write the
