@@ -424,3 +424,13 @@ def test_a_stream_that_cannot_be_read_fails_in_one_line_and_leaves_nothing(
     assert len(err) == 1 and "the input's sound or subtitles cannot be carried near" in err[0]
     assert "pass --audio none and --subtitles none" in err[0]
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_copied_subtitles_keep_their_codec_parameters(film, tmp_path):
+    """A copied stream goes with its codec's parameters (a mov_text track's description),
+    not only its packets."""
+    out = tmp_path / "out.mov"
+    assert main(["transcode", str(film), str(out)]) == 0
+    with av.open(str(film)) as a, av.open(str(out)) as b:
+        given = a.streams.subtitles[0].codec_context.extradata
+        assert given and b.streams.subtitles[0].codec_context.extradata == given

@@ -77,15 +77,11 @@ class Carrier:
         if route.action == "attach":
             self._output.add_attachment(stream.name, stream.mimetype, bytes(stream.data))
             return
-        if route.action == "copy" and route.kind == "audio":
+        if route.action == "copy":  # (its codec's parameters too: a mov_text style box)
             out = self._output.add_stream_from_template(stream)
-        elif route.action in ("copy", "convert"):
+        elif route.action == "convert":
             out = self._output.add_mux_stream(route.to or route.codec)
             out.time_base = stream.time_base
-            if route.action == "copy" and stream.codec_context is not None:
-                extradata = stream.codec_context.extradata
-                if extradata and hasattr(out, "codec_context") and out.codec_context is not None:
-                    out.codec_context.extradata = extradata
         elif route.action == "encode":
             assert route.to is not None
             self._tracks[route.index] = SoundEncoder(stream, self._output, route.to)
@@ -97,11 +93,6 @@ class Carrier:
         convert = route.codec if route.action == "convert" else None
         negative = bool(self._output.format.flags & TS_NEGATIVE)
         self._tracks[route.index] = _Copy(out, convert, route.to, preroll=negative)
-
-    @property
-    def carried(self) -> bool:
-        """Whether any stream goes into the output."""
-        return any(r.action in ("copy", "encode", "convert", "attach") for r in self.routes)
 
     def start(self, origin: float) -> None:
         """The video starts at ``origin`` seconds of the input: what is before it is left out."""
