@@ -240,6 +240,11 @@ def test_info_lists_every_stream(film, capsys):
     assert (english["language"], english["rate"], french["rate"]) == ("eng", 48000, 44100)
     assert abs(english["duration"] - 4.0) < 0.05 and subs["codec"] == "mov_text"
     assert chapters["type"] == "data" and facts["chapters"] == 2
+    assert main(["info", str(film)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = next(k for k, line in enumerate(lines) if line.startswith("streams"))
+    assert lines[first].endswith("#1 audio aac (eng), 48000 Hz, 2 channels, 4.01 s")
+    assert lines[first + 2].strip() == "#3 subtitle mov_text (eng), 3.5 s"
 
 
 # -- segments, resumed runs, renders ----------------------------------------------------

@@ -126,10 +126,25 @@ def run_info(args: argparse.Namespace) -> int:
     facts = store_info(args.path) if is_store(args.path) else probe(args.path)
     if args.json:
         print_json(facts)
-    else:
-        for key, value in facts.items():
+        return 0
+    for key, value in facts.items():
+        if key == "streams" and value:  # one line each, as ffprobe lists them
+            for k, stream in enumerate(value):
+                print(f"{key if k == 0 else '':<18}{stream_line(stream)}")
+        else:
             print(f"{key:<18}{value}")
     return 0
+
+
+def stream_line(stream: dict[str, Any]) -> str:
+    """``#1 audio aac (eng), 48000 Hz, 2 channels, 4.01 s``: a stream as ``info`` shows it."""
+    line = f"#{stream['index']} {stream['type']} {stream['codec']}"
+    line += f" ({stream['language']})" if stream.get("language") else ""
+    details = [f"{stream['rate']} Hz" if stream.get("rate") else "",
+               f"{stream['channels']} channels" if stream.get("channels") else "",
+               f"{stream['duration']:g} s" if stream.get("duration") is not None else "",
+               "the chapters' track" if stream.get("discarded") else ""]  # fmt: skip
+    return ", ".join([line, *(d for d in details if d)])
 
 
 def run_transcode(args: argparse.Namespace) -> int:
