@@ -30,6 +30,7 @@ if _TYPE_CHECKING:
     from .analysis import Analysis, analyze
     from .chunked import render_chunked, run_chunked
     from .engine.report import RunReport, StageReport
+    from .engine.stage import Strategy, Stream
     from .engine.watch import Progress
     from .frames import FrameSpec
     from .io.base import Chunk, Footprint, Sink, Source
@@ -52,6 +53,8 @@ _LAZY = {
     "RunReport": ".engine.report",
     "StageReport": ".engine.report",
     "Progress": ".engine.watch",
+    "Stream": ".engine.stage",
+    "Strategy": ".engine.stage",
     "FrameSpec": ".frames",
     "Chunk": ".io.base",
     "Footprint": ".io.base",
@@ -117,6 +120,8 @@ __all__ = [
     "StoreCorrupt",
     "StoreError",
     "StoreSink",
+    "Strategy",
+    "Stream",
     "VideoSink",
     "VideoSource",
     "__version__",

@@ -20,19 +20,19 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from .engine.faults import Retry
 from .engine.report import RunReport
 from .engine.runner import Runner, exclusive
-from .engine.stage import Stage, Streamed
+from .engine.stage import Decided, Stage, Strategy, Stream, Streamed
 from .engine.watch import Monitor, ProgressFn
 from .executors import Executor, get_executor
 from .frames import FrameSpec, check_batch_size
 from .io.arrays import ArraySource, IndexSource, IterableSource
-from .io.base import Sink, Source
+from .io.base import Footprint, Sink, Source
 from .io.callbacks import CallbackSink, CollectSink, NullSink
 from .io.handoff import Batches
 from .models import PerWorker
@@ -185,6 +185,48 @@ class Pipeline:
             stateful=stateful, reuse=reuse, faults=faults,
         )  # fmt: skip
         return dataclasses.replace(self, stages=(*self.stages, *stages))
+
+    def stage(
+        self,
+        make: Callable[..., Stream | Strategy],
+        *,
+        fn: Callable[..., Any] | None = None,
+        name: str | None = None,
+        workers: int = 1,
+        into: str | None = None,
+        keeps: Footprint | None = None,
+    ) -> Pipeline:
+        """Add a stage of a kind of your own (``docs/stages.md`` has one example of each).
+
+        Args:
+            make: makes the stage's part, fresh for each run: without ``fn``, a
+                :class:`~hyperframes.engine.stage.Stream`, made as ``make(batch_size)``
+                (sees every batch in order, may hold batches back or keep state); with
+                ``fn``, a :class:`~hyperframes.engine.stage.Strategy`, made as ``make()``
+                (decides which frames ``fn`` computes and fills in the rest).
+            fn: the function a strategy calls, through the ``compute`` it is handed (a
+                batch in; frames, or with ``into`` one value per frame, out).
+            name: the stage's name in reports (default: ``"stage:<make's name>"``).
+            workers: calls of ``fn`` the strategy may make at once on parts of a batch.
+            into: ``fn`` returns one value per frame, kept in ``meta[into]``.
+            keeps: what the part holds back and reads around each frame
+                (:class:`~hyperframes.io.base.Footprint`: ``held_frames``,
+                ``held_batches``, ``halo``, ``stateful``), so that the plan gives the pools
+                room for it. Default: a stream holds nothing back and keeps state (it sees
+                every frame in order); a strategy holds nothing back.
+        """
+        if not callable(make):
+            raise TypeError(f"stage() needs a maker of a Stream or Strategy, got {make!r}")
+        label = self._unique(name or f"stage:{name_of(make)}")
+        if fn is None:
+            if into is not None or workers != 1:
+                raise ValueError("into= and workers= are for a strategy's fn; pass fn=")
+            held = keeps or Footprint(label, stateful=True)
+            stage = Stage(label, kind=Streamed(cast(Callable[[int], Stream], make), held))
+        else:
+            decided = Decided(cast(Callable[[], Strategy], make), split=workers, keeps=keeps)
+            stage = Stage(label, fn, workers=1, into=into, kind=decided)
+        return dataclasses.replace(self, stages=(*self.stages, stage))
 
     def group(
         self,

@@ -26,7 +26,7 @@ def test_public_api_matches_all():
 
 API = (
     "Analysis", "Carry", "Chunk", "CorruptFrame", "CycleError", "FrameError", "Retry",
-    "ReuseByHyperframe", "ReuseTarget",
+    "ReuseByHyperframe", "ReuseTarget", "Stream", "Strategy",
     "FrameSpec", "FrameStore", "FramesFailed", "HyperframesError", "ImageSequenceSink",
     "ImageSequenceSource", "MediaError", "Pipeline", "PoolExhausted", "Progress", "RunReport",
     "Sink", "Source", "StageError", "StageReport", "StoreCorrupt", "StoreError", "StoreSink",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
-from hyperframes.engine.stage import Decided, Stage
+from hyperframes.engine.stage import Decided, Stage, Strategy
 from hyperframes.io.base import Chunk, Sink, Source
 from hyperframes.modes import Retry
 
@@ -60,9 +60,7 @@ class Recording(Sink):
 
 
 def test_a_failing_finish_still_releases_the_sink():
-    class BadStrategy:
-        holds = 0
-
+    class BadStrategy(Strategy):
         def run(self, batch, compute):
             return [(batch, compute(batch))]
 

@@ -19,7 +19,6 @@ from .figures import ReuseFigures, figures_dict
 from .report import RunReport, StageStats
 from .stage_run import StageRun
 from .watch import (
-    MeasuresQuality,
     PoolSnapshot,
     ReportsFigures,
     RunSnapshot,
@@ -51,8 +50,7 @@ def _extra(runner: Runner) -> dict[str, Any]:
     extra = {
         r.name: figures_dict(figures) for r in runner.runs if (figures := r.summary()) is not None
     }
-    summary = getattr(runner.executor, "summary", None)
-    figures = summary() if callable(summary) else None
+    figures = runner.executor.summary()
     if figures:
         extra["executor"] = figures
     for name, part in (("source", runner.source), ("sink", runner.sink)):
@@ -146,9 +144,7 @@ def _implements(kind: type, protocol: type) -> bool:
 
 def _quality(run: StageRun) -> StageQuality | None:
     """The error a stage's stream or strategy measured recently, if it measures one."""
-    if run.part is not None and _implements(type(run.part), MeasuresQuality):
-        return cast(MeasuresQuality, run.part).quality()
-    return None
+    return None if run.part is None else run.part.quality()
 
 
 def _source_figures(source: Source) -> SourceFigures:

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StageError
 from ..executors import Executor, ThreadExecutor
 from ..frames import Batch, FramePool, FrameSpec
 from ..io.base import Footprint
 from .faults import Retry
+from .watch import StageQuality
 
 if TYPE_CHECKING:
     from .stage_run import StageRun
@@ -48,39 +50,59 @@ def on_frames(fn: Callable[..., Any], batch: Batch) -> Any:
     return result
 
 
-class Stream(Protocol):
-    """An ordered, stateful stage that may hold batches back (to look ahead).
+class _Optional:
+    """What every kind of stage may do besides its own calls (each does nothing here)."""
 
-    Its stage declares what it holds back (``Streamed.keeps``); the plan adds that many slots
-    to the pools so the held batches can never starve the source.
+    def close(self) -> None:
+        """The run has ended, well or not: stop what it started (threads, files)."""
+
+    def summary(self) -> Mapping[str, Any] | None:
+        """Its figures for the run report (``report.extra[stage name]``), or ``None``."""
+        return None
+
+    def quality(self) -> StageQuality | None:
+        """The error it measured recently (shown live, e.g. reuse's), or ``None``."""
+        return None
+
+
+class Stream(_Optional, ABC):
+    """A stage that sees every batch in order and may hold batches back: to look ahead,
+    or to keep state across frames. ``Pipeline.stage(make, keeps=...)`` adds one, made
+    fresh for each run by ``make(batch_size)``; what it holds back is declared in
+    ``keeps`` (a :class:`~hyperframes.io.base.Footprint`), so that the plan gives the
+    pools room for it and held batches never starve the source.
+
+    Required: :meth:`push` and :meth:`finish`. Optional: :meth:`close`, :meth:`summary`,
+    :meth:`quality`. ``docs/stages.md`` has an example.
     """
 
+    @abstractmethod
     def push(self, batch: Batch) -> list[Batch]:
         """Take the next batch in order; return the batches now ready to go on, in order."""
-        ...
 
+    @abstractmethod
     def finish(self) -> list[Batch]:
         """The input has ended: return every batch still held, in order."""
-        ...
 
 
-class Strategy(Protocol):
-    """Decides which frames of a batch to compute and fills in the rest (e.g. reuse).
+class Strategy(_Optional, ABC):
+    """A stage that decides which frames its function computes and fills in the rest
+    (reuse is one). ``Pipeline.stage(make, fn=...)`` adds one, made fresh for each run by
+    ``make()``; it may hold batches back, to decide them knowing the frames after, as its
+    ``keeps`` declares.
 
-    It may hold batches back, to decide them knowing the frames after (as many as its
-    stage declares in ``Decided.keeps``).
+    Required: :meth:`run` and :meth:`finish`. Optional: :meth:`close`, :meth:`summary`,
+    :meth:`quality`. ``docs/stages.md`` has an example.
     """
 
+    @abstractmethod
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         """Take the next batch in order; return the batches now decided, in order, each
         with its results, calling ``compute`` (on any batch it holds) as needed."""
-        ...
 
+    @abstractmethod
     def finish(self, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
         """The input has ended: decide and return every batch still held, in order."""
-        ...
-
-    def summary(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)

@@ -53,9 +53,8 @@ class StageRun:
 
     def finish(self) -> None:
         """End of a run: stop what the stream or strategy started (its threads)."""
-        close = getattr(self.part, "close", None)
-        if close is not None:
-            close()
+        if self.part is not None:
+            self.part.close()
 
     @property
     def out_pool(self) -> FramePool | None:
@@ -64,11 +63,7 @@ class StageRun:
     def summary(self) -> Mapping[str, Any] | None:
         """Stage-specific figures (grouping, reuse: a typed ``engine.figures.StageFigures``,
         or a mapping from a stream or strategy of the user's), if any."""
-        summary = getattr(self.part, "summary", None)
-        if summary is None:
-            return None
-        figures: Mapping[str, Any] = summary()
-        return figures
+        return None if self.part is None else self.part.summary()
 
     def apply(self, batch: Batch, *, slots: int, dead: DeadLetters) -> list[Batch]:
         """Run the stage on ``batch``; return the handles of the results now ready (maybe
@@ -227,11 +222,22 @@ def start_run(stage: Stage, *, batch_size: int, **common: Any) -> StageRun:
     made for ``batch_size``, its strategy, or the plain run."""
     match stage.kind:
         case Streamed(make=make):
-            return StreamRun(stage, make(batch_size), **common)
+            return StreamRun(stage, _made(stage, make(batch_size), Stream), **common)
         case Decided(make=make):
-            return StrategyRun(stage, make(), **common)
+            return StrategyRun(stage, _made(stage, make(), Strategy), **common)
         case _:
             return StageRun(stage, **common)
+
+
+def _made(stage: Stage, part: Any, kind: type[Any]) -> Any:
+    """``part``, checked to be the ``kind`` (a :class:`Stream` or :class:`Strategy`) its
+    stage was made for."""
+    if not isinstance(part, kind):
+        raise TypeError(
+            f"stage {stage.name!r}: its maker returned a {type(part).__name__}, not a "
+            f"hyperframes.{kind.__name__}; subclass {kind.__name__} (docs/stages.md)"
+        )
+    return part
 
 
 def _single(batch: Batch, j: int, backup: np.ndarray) -> Batch:

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..frames import Batch, FramePool
 from ..io.base import Footprint
+from .stage import Stream
 
 
 def check_window(window: tuple[int, int]) -> tuple[int, int]:
@@ -80,7 +81,7 @@ class Haloed(Batch):
         return Haloed(single.seq, single.index, pool, slot, single.meta, halo=halo)
 
 
-class HaloStream:
+class HaloStream(Stream):
     """Attaches the halo to each batch, in order (an ``engine.stage.Stream``)."""
 
     def __init__(self, before: int, after: int) -> None:

@@ -46,6 +46,10 @@ class Executor(Protocol):
         """Release everything (processes, shared memory, connections)."""
         ...
 
+    def summary(self) -> dict[str, Any]:
+        """What the run's report says of where batches went (``{}``: nothing to say)."""
+        ...
+
 
 class ThreadExecutor:
     """Stage functions run in the engine's own worker threads (the default)."""
@@ -60,6 +64,9 @@ class ThreadExecutor:
 
     def close(self) -> None:
         return None
+
+    def summary(self) -> dict[str, Any]:
+        return {}
 
 
 _REGISTRY: dict[str, tuple[str, str, str]] = {

@@ -301,6 +301,10 @@ class ProcessExecutor:
             raise RuntimeError("this ProcessExecutor is closed; make a new one for a new run")
         return self.blocks.create(nbytes)
 
+    def summary(self) -> dict[str, Any]:
+        """(Nothing for the report: every batch runs in this machine's children.)"""
+        return {}
+
     def remote(self, fn: Callable[..., Any], *, stage: str, workers: int) -> Callable[..., Any]:
         """Start ``workers`` children running ``fn``; return the callable that feeds them.
 

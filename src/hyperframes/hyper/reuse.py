@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.figures import BoundFigures
+from ..engine.stage import Strategy
 from ..engine.watch import StageQuality
 from ..errors import StageError
 from ..frames import Batch
@@ -42,7 +43,7 @@ RECENT = 64
 """How many of the latest verifications the running PSNR (``psnr_mean_recent``) covers."""
 
 
-class ReuseStrategy:
+class ReuseStrategy(Strategy):
     """Per-run state of a reusing stage (an ``engine.stage.Strategy``, and an
     ``engine.report.MeasuresQuality``: it measures its error on the verified frames).
 

@@ -21,6 +21,7 @@ from collections import deque
 import numpy as np
 
 from ..engine.figures import GroupingFigures
+from ..engine.stage import Stream
 from ..frames import Batch
 from ..io.base import Footprint
 from .distance import check_finite, frame_mse, peak_of
@@ -34,7 +35,7 @@ def grouping_footprint(*, max_len: int, min_len: int) -> Footprint:
     return Footprint("group", held_frames=max_len + min_len, held_batches=2, stateful=True)
 
 
-class GroupTagger:
+class GroupTagger(Stream):
     """An ordered stage (see ``engine.stage.Stream``) that tags frames with their group."""
 
     def __init__(self, options: GroupingOptions, *, batch_size: int) -> None:

@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.figures import TargetFigures
+from ..engine.stage import Strategy
 from ..frames import Batch
 from ._held import HeldFrames, copy_of
 from ._rows import RowComputer, assemble
@@ -105,7 +106,7 @@ frame's odds of being sampled: past it, a long still shot would pay for its span
 (the cost of a stretch's samples grows with the square of its length)."""
 
 
-class TargetReuse:
+class TargetReuse(Strategy):
     """Per-run state of a stage with an accuracy target (an ``engine.stage.Strategy``).
 
     Args:
