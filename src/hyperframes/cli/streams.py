@@ -62,9 +62,16 @@ def frame_range(
     it (by the frames' own timestamps, so right on a variable frame rate)."""
     if not isinstance(start, Seconds) and not isinstance(stop, Seconds):
         return start, stop
+    from ..errors import MediaError
     from ..segments import video_frames
 
-    pts, _, base = video_frames(Path(path))
+    try:
+        pts, _, base = video_frames(Path(path))
+    except MediaError as exc:
+        raise UsageError(
+            f"--start/--stop in seconds go by the frames' timestamps, which {path!r} cannot "
+            f"give ({str(exc).split(': ', 1)[-1].split(';')[0]}); give frame indices instead"
+        ) from None
     times = sorted(float((p - pts[0]) * base) for p in pts)
 
     def index(at: int | Seconds) -> int:
@@ -87,7 +94,8 @@ def not_carried(
     warning line for what the output lacks, never silence."""
     if args.loop > 1:  # played N times: nothing kept in step with it
         why = f"--loop plays the input {args.loop} times; its other streams are not carried"
-        report.extra["streams"] = {"dropped": [s | {"why": why} for s in facts.get("streams", [])]}
+        others = [s for s in facts.get("streams", []) if not s.get("discarded")]
+        report.extra["streams"] = {"dropped": [s | {"why": why} for s in others]}
         if facts.get("chapters"):
             report.extra["streams"]["chapters_dropped"] = facts["chapters"]
     return streams_report(report), extra

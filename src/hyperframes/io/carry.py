@@ -120,11 +120,6 @@ class Route:
             entry["why"] = self.why
         return entry
 
-    def named(self) -> str:
-        """The stream as a warning names it: ``audio dts (eng) (stream 3: why)``."""
-        language = f" ({self.language})" if self.language else ""
-        return f"{self.kind} {self.codec}{language} (stream {self.index}: {self.why})"
-
 
 def plan(
     streams: list[dict[str, Any]], suffix: str, supported: set[str] | frozenset[str],
