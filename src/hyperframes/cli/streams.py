@@ -119,7 +119,6 @@ def streams_report(report: RunReport) -> RunReport:
 
 
 def _named(stream: dict[str, Any]) -> str:
-    language = f" ({stream['language']})" if stream.get("language") else ""
-    return (
-        f"{stream['type']} {stream['codec']}{language} (stream {stream['index']}: {stream['why']})"
-    )
+    from ..io.streams import label
+
+    return f"{label(stream)} (stream {stream['index']}: {stream['why']})"

@@ -138,8 +138,9 @@ def run_info(args: argparse.Namespace) -> int:
 
 def stream_line(stream: dict[str, Any]) -> str:
     """``#1 audio aac (eng), 48000 Hz, 2 channels, 4.01 s``: a stream as ``info`` shows it."""
-    line = f"#{stream['index']} {stream['type']} {stream['codec']}"
-    line += f" ({stream['language']})" if stream.get("language") else ""
+    from ..io.streams import label
+
+    line = f"#{stream['index']} {label(stream)}"
     details = [f"{stream['rate']} Hz" if stream.get("rate") else "",
                f"{stream['channels']} channels" if stream.get("channels") else "",
                f"{stream['duration']:g} s" if stream.get("duration") is not None else "",

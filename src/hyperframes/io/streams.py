@@ -28,11 +28,7 @@ def sound_streams(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 def streams_named(container: Any, video: Any) -> str:
     """The streams of ``container`` besides ``video``, and its chapters, in a few words for
     a warning (``"audio aac (eng), subtitle mov_text, 2 chapters"``; ``""``: none)."""
-    named = [
-        f"{s['type']} {s['codec']}" + (f" ({s['language']})" if s.get("language") else "")
-        for s in other_streams(container, video)
-        if not s.get("discarded")
-    ]
+    named = [label(s) for s in other_streams(container, video) if not s.get("discarded")]
     chapters = len(container.chapters())
     return ", ".join(named + ([f"{chapters} chapters"] if chapters else []))
 
@@ -79,3 +75,9 @@ def _language(stream: Any) -> str | None:
     """The stream's language tag, ``None`` where it is missing or ``und`` (undetermined)."""
     value = (stream.metadata or {}).get("language")
     return None if value in (None, "", "und") else str(value)
+
+
+def label(stream: dict[str, Any]) -> str:
+    """A stream as warnings and ``info`` name it: ``audio aac (eng)``."""
+    language = f" ({stream['language']})" if stream.get("language") else ""
+    return f"{stream['type']} {stream['codec']}{language}"
