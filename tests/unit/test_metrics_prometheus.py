@@ -12,13 +12,12 @@ import pytest
 import hyperframes as hf
 from hyperframes.engine.figures import GroupingFigures, ReuseFigures
 from hyperframes.engine.watch import (
-    CacheTier,
     PoolSnapshot,
     RunSnapshot,
-    SourceFigures,
     StageQuality,
     StageSnapshot,
 )
+from hyperframes.io.base import CacheTier, SourceFigures
 from hyperframes.metrics.prometheus import (
     BY_NAME,
     DEFAULT_HOST,

@@ -8,7 +8,7 @@ import pytest
 
 from hyperframes import Pipeline
 from hyperframes.engine.stage import Decided, Stage, Streamed
-from hyperframes.engine.stage_run import StageRun, StrategyRun, StreamRun
+from hyperframes.engine.stage_run import StageRun, StrategyRun, StreamRun, start_run
 from hyperframes.engine.window import HaloStream, halo_footprint
 from hyperframes.hyper.agree import agreement
 from hyperframes.hyper.target import TargetReuse
@@ -31,7 +31,7 @@ def test_each_kind_starts_its_own_run() -> None:
         kind=Decided(lambda: TargetReuse(0.9, agreement(None, frames=True), stage="t"), 2),
     )
     plain = Stage("plain", _same, workers=3)
-    runs = [stage.start(batch_size=4) for stage in (streamed, decided, plain)]
+    runs = [start_run(stage, batch_size=4) for stage in (streamed, decided, plain)]
     try:
         assert [type(run) for run in runs] == [StreamRun, StrategyRun, StageRun]
     finally:

@@ -2,33 +2,54 @@
 
 Both read the runner's counters (its stages' stats, channels, pools, reorder buffer and
 failures) and what its parts report of themselves: a stage's own figures (grouping,
-reuse), the error a stream or strategy measured (:class:`~.watch.MeasuresQuality`), a
-source's figures (:class:`~.watch.ReportsFigures`, such as a store's cache tiers), the
-executor's and the sink's notes.
+reuse), the error a stream or strategy measured (their ``quality()``), a source's figures
+(``Source.figures()``, such as a store's cache tiers), the executor's and the sink's notes.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol
 
-from ..io.base import Source
+from ..executors import Executor
+from ..frames import FramePool
+from ..io.base import Sink, Source
+from .channel import Channel
+from .faults import DeadLetters
 from .figures import ReuseFigures, figures_dict
+from .plan import Plan
+from .reorder import ReorderBuffer
 from .report import RunReport, StageStats
 from .stage_run import StageRun
 from .watch import (
     PoolSnapshot,
-    ReportsFigures,
     RunSnapshot,
     SourceFigures,
     StageQuality,
     StageSnapshot,
 )
 
-if TYPE_CHECKING:
-    from .runner import Runner
+
+class Counters(Protocol):
+    """What this module reads of a run (the :class:`~.runner.Runner` has them all)."""
+
+    source: Source
+    sink: Sink
+    executor: Executor
+    runs: list[StageRun]
+    stats: list[StageStats]
+    channels: list[Channel]
+    reorder: ReorderBuffer[Any]
+    dead: DeadLetters
+    plan: Plan
+    pool: FramePool
+    slots: int
+    hol_wait: float
+    started_at: float
+    delivered: int
+
+    def pools(self) -> list[FramePool]: ...
 
 
 def calls_saved(runs: Sequence[StageRun]) -> str:
@@ -45,7 +66,7 @@ def slowest(stats: Sequence[StageStats]) -> str:
     return max(stats, key=lambda s: s.busy_s / max(s.workers, 1)).name
 
 
-def _extra(runner: Runner) -> dict[str, Any]:
+def _extra(runner: Counters) -> dict[str, Any]:
     """Stages' own figures (grouping, reuse) and the executor's (where batches went)."""
     extra = {
         r.name: figures_dict(figures) for r in runner.runs if (figures := r.summary()) is not None
@@ -59,7 +80,9 @@ def _extra(runner: Runner) -> dict[str, Any]:
     return extra
 
 
-def run_report(runner: Runner, frames: int, wall: float, output: Any, *, setup: float) -> RunReport:
+def run_report(
+    runner: Counters, frames: int, wall: float, output: Any, *, setup: float
+) -> RunReport:
     """The report of ``runner``'s run, at its end."""
     for st, ch in zip(runner.stats[1:], runner.channels, strict=True):
         st.queue_high_water = ch.high_water
@@ -85,14 +108,13 @@ def run_report(runner: Runner, frames: int, wall: float, output: Any, *, setup: 
     )
 
 
-def run_snapshot(runner: Runner) -> RunSnapshot:
+def run_snapshot(runner: Counters) -> RunSnapshot:
     """The run's figures right now, for monitors: cheap, thread-safe, any time.
 
     Besides the counters of every stage and pool it carries the error a stage measured
-    recently (``StageSnapshot.quality``, from a stream or strategy that
-    :class:`~.report.MeasuresQuality`, such as reuse) and what the source reports of
-    its reads (``source_figures``, from a source that :class:`~.report.ReportsFigures`,
-    such as a store's cache tiers).
+    recently (``StageSnapshot.quality``, from a stream or strategy's ``quality()``, such
+    as reuse) and what the source reports of its reads (``source_figures``, from
+    ``Source.figures()``, such as a store's cache tiers).
     """
     depths = [0, *[len(ch) for ch in runner.channels]]
     capacities = [0, *[ch.capacity for ch in runner.channels]]
@@ -132,30 +154,18 @@ def run_snapshot(runner: Runner) -> RunSnapshot:
     )
 
 
-@functools.cache
-def _implements(kind: type, protocol: type) -> bool:
-    """Whether objects of ``kind`` have the methods of ``protocol`` (a runtime protocol).
-
-    Cached by type: ``isinstance`` against a protocol costs about 10 µs a call, too much
-    for a snapshot taken many times a second.
-    """
-    return issubclass(kind, protocol)
-
-
 def _quality(run: StageRun) -> StageQuality | None:
     """The error a stage's stream or strategy measured recently, if it measures one."""
     return None if run.part is None else run.part.quality()
 
 
 def _source_figures(source: Source) -> SourceFigures:
-    """What ``source`` reports of its reads, if it reports anything.
+    """What ``source`` reports of its reads (:meth:`~hyperframes.io.base.Source.figures`).
 
     Raises:
         TypeError: its ``figures()`` returned something other than :class:`SourceFigures`.
     """
-    if not _implements(type(source), ReportsFigures):
-        return SourceFigures()
-    figures = cast(ReportsFigures, source).figures()
+    figures = source.figures()
     if not isinstance(figures, SourceFigures):
         raise TypeError(
             f"{type(source).__name__}.figures() must return a SourceFigures "

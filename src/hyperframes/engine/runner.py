@@ -39,7 +39,7 @@ from .reorder import ReorderBuffer
 from .report import RunReport, StageStats
 from .reporting import calls_saved, run_report, run_snapshot, slowest
 from .stage import Stage
-from .stage_run import StageRun
+from .stage_run import StageRun, start_run
 from .watch import (
     Monitor,
     Progress,
@@ -149,7 +149,8 @@ class Runner:
         for stage in self.stages:
             planned = plan.pool_of(stage.name)
             self.runs.append(
-                stage.start(
+                start_run(
+                    stage,
                     self.executor,
                     batch_size=plan.batch_size,
                     allocate=pools.allocate,

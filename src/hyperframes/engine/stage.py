@@ -17,21 +17,16 @@ reuse of results inside a hyperframe (``engine.reuse``), neighbour frames
 from __future__ import annotations
 
 import dataclasses
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import StageError
-from ..executors import Executor, ThreadExecutor
-from ..frames import Batch, FramePool, FrameSpec
+from ..frames import Batch, FrameSpec
 from ..io.base import Footprint
 from .faults import Retry
 from .watch import StageQuality
-
-if TYPE_CHECKING:
-    from .stage_run import StageRun
 
 Call = Callable[[Callable[..., Any], Batch], Any]
 """How a stage hands a batch to its function: ``call(fn, batch)`` returns the batch's results
@@ -145,8 +140,8 @@ every batch (``engine.stage_run`` starts each kind's run)."""
 class Stage:
     """One step of a pipeline: a frozen description, shared by every run that uses it.
 
-    Each run starts its own :class:`~hyperframes.engine.stage_run.StageRun` from it
-    (:meth:`start`), which holds that run's state (the stream, the strategy, the function
+    Each run starts its own run of it (:func:`~hyperframes.engine.stage_run.start_run`),
+    which holds that run's state (the stream, the strategy, the function
     as the executor runs it, the output pool) and is dropped when the run ends; so one
     pipeline can run twice, or from two threads, and an idle pipeline holds no pools.
 
@@ -208,36 +203,4 @@ class Stage:
         stateful = keeps.stateful or (self.kind is None and self.ordered)
         return dataclasses.replace(
             keeps, name=self.name, workers=self.workers, spec=self.spec, stateful=stateful
-        )
-
-    def start(
-        self,
-        executor: Executor | None = None,
-        *,
-        batch_size: int = 1,
-        allocate: Callable[[int, str], Any] | None = None,
-        stopped: threading.Event | None = None,
-        pool: FramePool | None = None,
-    ) -> StageRun:
-        """This stage's state for one run under ``executor``: fresh.
-
-        ``pool`` is the output pool the run's plan made for it (a stage that declares other
-        frames); else ``allocate(nbytes, what)`` makes the block of its output pool when
-        its first result shows other frames (the run counts it against what its budget
-        has left); by default the executor's ``allocate``. ``stopped`` is set when the run
-        fails: a retry waiting out its back-off stops waiting.
-        """
-        from .stage_run import start_run
-
-        executor = executor or ThreadExecutor()
-        run_fn = None
-        if self.fn is not None:
-            run_fn = executor.remote(self.fn, stage=self.name, workers=self.workers * self.split)
-        return start_run(
-            self,
-            batch_size=batch_size,
-            run_fn=run_fn,
-            allocate=allocate or (lambda nbytes, what: executor.allocate(nbytes)),
-            stopped=stopped or threading.Event(),
-            pool=pool,
         )

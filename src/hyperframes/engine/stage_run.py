@@ -1,6 +1,6 @@
 """One run's state of a stage: the call with retries and fallback, and where results land.
 
-A :class:`~hyperframes.engine.stage.Stage` is a frozen description; :meth:`Stage.start`
+A :class:`~hyperframes.engine.stage.Stage` is a frozen description; :func:`start_run`
 makes a :class:`StageRun` for one run, which the runner owns and drops at the end. It
 holds the stream or strategy of that run, the function as the run's executor runs it,
 and the stage's output pool: the one the run's plan made where the stage declares its
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import Cancelled, StageError
+from ..executors import Executor, ThreadExecutor
 from ..frames import Batch, FramePool, FrameSpec
 from .faults import DeadLetters, Retry
 from .stage import Decided, Stage, Strategy, Stream, Streamed
@@ -217,9 +218,25 @@ class StrategyRun(StageRun):
         return [self._land(b, results, slots=slots) for b, results in decided]
 
 
-def start_run(stage: Stage, *, batch_size: int, **common: Any) -> StageRun:
-    """The run of ``stage``'s kind (see :data:`~hyperframes.engine.stage.Kind`): its stream
-    made for ``batch_size``, its strategy, or the plain run."""
+def start_run(
+    stage: Stage,
+    executor: Executor | None = None,
+    *,
+    batch_size: int = 1,
+    allocate: Callable[[int, str], Any] | None = None,
+    stopped: threading.Event | None = None,
+    pool: FramePool | None = None,
+) -> StageRun:
+    """``stage``'s fresh state for one run under ``executor``, of its kind: its stream made
+    for ``batch_size``, its strategy, or the plain run. ``pool``: the output pool the plan
+    made for it; else ``allocate(nbytes, what)`` (the executor's by default) makes one when
+    a result shows other frames. ``stopped`` is set when the run fails (ends back-offs)."""
+    executor = executor or ThreadExecutor()
+    fn = stage.fn and executor.remote(
+        stage.fn, stage=stage.name, workers=stage.workers * stage.split
+    )
+    common: dict[str, Any] = {"run_fn": fn, "stopped": stopped or threading.Event(), "pool": pool}
+    common["allocate"] = allocate or (lambda nbytes, what: executor.allocate(nbytes))
     match stage.kind:
         case Streamed(make=make):
             return StreamRun(stage, _made(stage, make(batch_size), Stream), **common)

@@ -5,10 +5,10 @@ A progress callback is told a :class:`Progress` after each batch reaches the sin
 and reads a frozen :class:`RunSnapshot` whenever it likes: stages, pools, the quality a
 stage measures, the figures its source reports.
 
-Parts above the engine plug figures in through two small protocols:
-:class:`MeasuresQuality` (a stage's stream or strategy that measures its error, such as
-reuse) and :class:`ReportsFigures` (a source that counts its reads, such as a store's
-cache tiers, each a :class:`CacheTier`).
+Parts above the engine plug figures in through methods their base classes give a default
+for: a stage's stream or strategy that measures its error (``quality()``, such as reuse)
+and a source that counts its reads (``Source.figures()``, such as a store's cache tiers,
+each a :class:`~hyperframes.io.base.CacheTier`).
 
 Example:
     >>> snap = RunSnapshot(elapsed_s=1.0, frames=8, total=16, batch_size=4)
@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
+from ..io.base import SourceFigures
 from .report import RunReport, json_ready
 
 
@@ -83,18 +84,6 @@ class StageQuality:
         return out
 
 
-@runtime_checkable
-class MeasuresQuality(Protocol):
-    """A stage's stream or strategy that measures its own error while the run goes."""
-
-    def quality(self) -> StageQuality | None:
-        """The error over the recent frames, or ``None`` before anything was measured.
-
-        Called from monitor threads: it must be thread-safe and cheap.
-        """
-        ...
-
-
 @dataclass(frozen=True)
 class StageSnapshot:
     """One stage at one moment (the source and the sink count as stages).
@@ -109,7 +98,7 @@ class StageSnapshot:
         wait_out_s: seconds waiting to hand work on, summed over its workers.
         queue_depth: batches waiting in its input queue now.
         queue_capacity: capacity of its input queue (0 for the source: it has none).
-        quality: the error it measured recently (:class:`MeasuresQuality`), if any.
+        quality: the error it measured recently (its stream or strategy's ``quality()``), if any.
     """
 
     name: str
@@ -138,72 +127,6 @@ class PoolSnapshot:
     in_use: int
     high_water: int
     slot_bytes: int
-
-
-@dataclass(frozen=True)
-class CacheTier:
-    """One tier of a cache a source reads through (``hot``, ``warm``, ``cold``).
-
-    Attributes:
-        tier: the tier's name.
-        hits: lookups it answered (for a store's cold tier: records read from LMDB).
-        misses: lookups it could not answer.
-        bytes: bytes it holds now (for a cold tier: the size of the data on disk).
-        capacity_bytes: the most bytes it may hold.
-        entries: entries it holds now.
-        evictions: entries it has dropped to make room.
-    """
-
-    tier: str
-    hits: int
-    misses: int
-    bytes: int
-    capacity_bytes: int = 0
-    entries: int = 0
-    evictions: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.tier:
-            raise ValueError("a cache tier needs a name, got ''")
-        counts = (self.hits, self.misses, self.bytes, self.capacity_bytes, self.entries,
-                  self.evictions)  # fmt: skip
-        if min(counts) < 0:
-            raise ValueError(f"cache tier {self.tier!r}: counts must be >= 0, got {counts}")
-
-    @property
-    def hit_rate(self) -> float:
-        total = self.hits + self.misses
-        return self.hits / total if total else 0.0
-
-
-@dataclass(frozen=True)
-class SourceFigures:
-    """What a source reports about its reads (:class:`ReportsFigures`).
-
-    Attributes:
-        cache: the tiers it reads through, e.g. a store's hot, warm and cold tiers.
-        numbers: any other figures, by name.
-    """
-
-    cache: tuple[CacheTier, ...] = ()
-    numbers: Mapping[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cache": [asdict(t) for t in self.cache], "numbers": dict(self.numbers)}
-
-
-@runtime_checkable
-class ReportsFigures(Protocol):
-    """A source that reports figures of its own (a store's cache tiers) while it reads.
-
-    A source need not: the :class:`~hyperframes.io.base.Source` interface does not ask for
-    it, and the runner includes the figures of those that have the method.
-    """
-
-    def figures(self) -> SourceFigures:
-        """The figures now. Called from monitor threads: thread-safe and cheap, and
-        callable before ``open`` and after ``close`` (the last figures, or none)."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ RECENT = 64
 
 class ReuseStrategy(Strategy):
     """Per-run state of a reusing stage (an ``engine.stage.Strategy``, and an
-    ``engine.report.MeasuresQuality``: it measures its error on the verified frames).
+    ``quality()``: it measures its error on the verified frames).
 
     Args:
         bound: the largest member-to-base MSE that may share the base's result.

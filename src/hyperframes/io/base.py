@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -47,6 +47,58 @@ class Chunk:
 
     def __len__(self) -> int:
         return len(self.index)
+
+
+@dataclass(frozen=True)
+class CacheTier:
+    """One tier of a cache a source reads through (``hot``, ``warm``, ``cold``).
+
+    Attributes:
+        tier: the tier's name.
+        hits: lookups it answered (for a store's cold tier: records read from LMDB).
+        misses: lookups it could not answer.
+        bytes: bytes it holds now (for a cold tier: the size of the data on disk).
+        capacity_bytes: the most bytes it may hold.
+        entries: entries it holds now.
+        evictions: entries it has dropped to make room.
+    """
+
+    tier: str
+    hits: int
+    misses: int
+    bytes: int
+    capacity_bytes: int = 0
+    entries: int = 0
+    evictions: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.tier:
+            raise ValueError("a cache tier needs a name, got ''")
+        counts = (self.hits, self.misses, self.bytes, self.capacity_bytes, self.entries,
+                  self.evictions)  # fmt: skip
+        if min(counts) < 0:
+            raise ValueError(f"cache tier {self.tier!r}: counts must be >= 0, got {counts}")
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class SourceFigures:
+    """What a source reports about its reads (:meth:`Source.figures`).
+
+    Attributes:
+        cache: the tiers it reads through, e.g. a store's hot, warm and cold tiers.
+        numbers: any other figures, by name.
+    """
+
+    cache: tuple[CacheTier, ...] = ()
+    numbers: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cache": [asdict(t) for t in self.cache], "numbers": dict(self.numbers)}
 
 
 class Source(ABC):
@@ -89,6 +141,12 @@ class Source(ABC):
         """What the run report should say about this read (``report.extra["source"]``),
         such as how a seek was checked; called after the last read. Empty by default."""
         return {}
+
+    def figures(self) -> SourceFigures:
+        """What this source reports of its reads while the run goes (a store's cache tiers);
+        none by default. Called from monitor threads: thread-safe and cheap, and callable
+        before ``open`` and after ``close`` (the last figures, or none)."""
+        return SourceFigures()
 
     def __iter__(self) -> Iterator[np.ndarray]:
         """Each frame in turn, as an array of its own: the quick look before a pipeline

@@ -37,7 +37,8 @@ from wsgiref.simple_server import make_server
 
 from ..engine.figures import GroupingFigures, ReuseFigures
 from ..engine.report import RunReport
-from ..engine.watch import CacheTier, RunSnapshot, SnapshotFn
+from ..engine.watch import RunSnapshot, SnapshotFn
+from ..io.base import CacheTier
 from ._server import QuietHandler, server_class
 from .hosts import allowed_hosts, host_allowed
 

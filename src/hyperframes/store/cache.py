@@ -26,7 +26,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from ..engine.watch import CacheTier
+from ..io.base import CacheTier
 
 Policy = Literal["lru", "s3fifo"]
 POLICIES: tuple[Policy, ...] = ("lru", "s3fifo")

@@ -40,11 +40,11 @@ from typing import Any
 import lmdb
 import numpy as np
 
-from ..engine.watch import CacheTier
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
 from ..hyper import decode_frame, decode_group
 from ..hyper import group_header as group_format
+from ..io.base import CacheTier
 from ..io.layouts import to_rgb
 from . import _env
 from . import format as fmt

@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.watch import SourceFigures
 from ..errors import StoreError
-from ..io.base import Chunk, Source
+from ..io.base import Chunk, Source, SourceFigures
 from .lmdb_store import FrameStore
 
 
@@ -107,7 +106,7 @@ class StoreSource(Source):
         return Chunk(np.arange(a, b, dtype=np.int64), meta)
 
     def figures(self) -> SourceFigures:
-        """The cache tiers of the store being read (an ``engine.report.ReportsFigures``);
+        """The cache tiers of the store being read (``Source.figures``);
         after :meth:`close`, those it had at the end."""
         store = self._store
         return self._figures if store is None else SourceFigures(cache=store.cache_tiers())
