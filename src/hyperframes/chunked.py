@@ -51,13 +51,13 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from ._identity import code_identity, segment_ok
 from .engine.report import RunReport
 from .engine.sizing import available_memory, default_budget
 from .engine.watch import Monitor, Progress, ProgressFn
 from .errors import HyperframesError
 from .executors.ray import RayExecutor, check_shippable, node_id
 from .frames import FrameSpec
+from .identity import code_identity, segment_ok
 from .io.carry import Carry
 from .io.publish import check_output, host_name
 from .io.results import FORMATS as RESULTS

@@ -27,12 +27,12 @@ from typing import Any
 import av
 import numpy as np
 
-from ._identity import record_segment
 from .engine.figures import merged_targets
 from .engine.report import RunReport, StageReport
 from .engine.watch import Progress, ProgressFn, RunSnapshot, StageSnapshot
 from .errors import HyperframesError, MediaError
 from .frames import FrameSpec
+from .identity import record_segment
 from .io.base import Sink
 from .io.carry import Carry
 from .io.frame_table import scan

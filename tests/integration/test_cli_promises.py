@@ -52,10 +52,14 @@ def test_the_shared_options_are_defined_in_one_place():
         ("pass size=(320, 240) (--size 320x240 on the command line) to", "pass --size 320x240 to"),
         ("at threshold=0.001", "at threshold=0.001"),  # not a flag of this command: kept
         ("pass on_corrupt='skip' (--on-corrupt skip) to read", "pass --on-corrupt skip to read"),
+        ("packed with (tier=lossless, intra=webp) than", "(tier=lossless, --intra webp) than"),
+        ("packed with intra=None, at", "packed with --intra None, at"),
+        ("intra=Nonesuch here", "--intra Nonesuch here"),  # a word, not None and the rest
     ],
 )
 def test_library_keywords_become_flags(library, cli):
-    flags = {"--overwrite", "--resume", "--pix-fmt", "--batch-size", "--size", "--on-corrupt"}
+    flags = {"--overwrite", "--resume", "--pix-fmt", "--batch-size", "--size", "--on-corrupt",
+             "--intra"}  # fmt: skip
     assert cli in as_flags(library, flags)
 
 

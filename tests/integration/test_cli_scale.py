@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 from hyperframes import Pipeline, VideoSource
-from hyperframes._identity import segment_ok
 from hyperframes.cli import main
 from hyperframes.errors import HyperframesError
+from hyperframes.identity import segment_ok
 
 SCENE = """
 import numpy as np

@@ -231,7 +231,11 @@ def test_yuv_transcode_skips_colour_conversion_and_matches_the_rgb_path(tmp_path
     from hyperframes.cli.video import planar_path
     from hyperframes.io.probe import probe
 
-    args = type("A", (), {"size": (48, 32), "pix_fmt": None, "codec": "libx264"})()
+    args = type(
+        "A",
+        (),
+        {"size": (48, 32), "pix_fmt": None, "codec": "libx264", "rotation": None, "map": None},
+    )()
     assert planar_path(args, probe(yuv_clip))
     fast, slow = tmp_path / "fast.mp4", tmp_path / "slow.mp4"
     run_json(capsys, "transcode", str(yuv_clip), str(fast), "--size", "48x32", "--crf", "0")

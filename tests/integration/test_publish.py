@@ -6,7 +6,6 @@ fsync is named by the path its descriptor was opened on (``/proc/self/fd``).
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import os
 import sys
@@ -151,6 +150,7 @@ def test_image_sink_publishes_every_file(tmp_path, journal):
 
 def test_report_file_is_published(tmp_path, journal):
     from hyperframes.cli.observe import finish_observe
+    from hyperframes.cli.options import Observe
 
     path = tmp_path / "reports" / "run.json"
     report = RunReport(
@@ -165,8 +165,7 @@ def test_report_file_is_published(tmp_path, journal):
         reorder_high_water=0,
         batch_size=1,
     )
-    args = argparse.Namespace(report=str(path), plot_dir=None)
-    assert finish_observe(args, None, report)["report"] == str(path)
+    assert finish_observe(Observe(report=str(path)), None, report)["report"] == str(path)
     _check_published(journal, path.with_name(".run.partial-*.json"), path)
 
 

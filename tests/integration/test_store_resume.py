@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import signal
@@ -14,21 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hyperframes.cli import main
 from hyperframes.cli import store as cli
 from hyperframes.store import FrameStore
 from hyperframes.store.resume import resume_point
 
 CLI = """
-import argparse, sys
-from hyperframes.cli import store
-from hyperframes.cli.common import fail
-parser = argparse.ArgumentParser()
-store.register(parser.add_subparsers())
-args = parser.parse_args(sys.argv[1:])
-try:
-    sys.exit(args.run(args))
-except Exception as exc:
-    sys.exit(fail(exc))
+import sys
+from hyperframes.cli import main
+sys.exit(main(sys.argv[1:]))
 """
 
 
@@ -39,11 +32,7 @@ def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def call(*argv: str) -> int:
-    parser = argparse.ArgumentParser()
-    cli.register(parser.add_subparsers())
-    args = parser.parse_args(argv)
-    result: int = args.run(args)
-    return result
+    return main(list(argv))
 
 
 @pytest.fixture(scope="module")
@@ -255,7 +244,7 @@ def test_pack_intra_webp_from_the_cli(video: Path, tmp_path: Path, reference, ca
     with FrameStore(path) as store:
         assert store.header.intra == "webp" and np.array_equal(store[:], reference[1])
     refused = run_cli("pack", str(video), str(path), "--max-len", "8", "--resume")
-    assert refused.returncode != 0 and "intra=webp" in refused.stderr
+    assert refused.returncode != 0 and "--intra webp" in refused.stderr
 
 
 @pytest.fixture(scope="module")
@@ -313,11 +302,11 @@ def store_info_bytes(path: Path) -> int:
 
 def test_a_gop_without_x264_and_a_bad_gop_are_refused(yuv_video: Path, tmp_path: Path) -> None:
     done = run_cli("pack", str(yuv_video), str(tmp_path / "a.hfs"), "--gop", "8")
-    assert done.returncode == 1 and "gop= applies to intra='x264' only" in done.stderr
+    assert done.returncode == 1 and "--gop applies to --intra x264 only" in done.stderr
     assert not (tmp_path / "a.hfs").exists()
     done = run_cli("pack", str(yuv_video), str(tmp_path / "b.hfs"), "--intra", "x264",
                    "--pix-fmt", "rgb24")  # fmt: skip
-    assert done.returncode == 1 and "intra='x264' codes a video's planes" in done.stderr
+    assert done.returncode == 1 and "--intra x264 codes a video's planes" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 

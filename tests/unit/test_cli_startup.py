@@ -12,7 +12,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from hyperframes.cli import observe
+from hyperframes.cli import options
 from hyperframes.metrics import prometheus
 
 HEAVY = {
@@ -55,4 +55,4 @@ def test_a_transcode_imports_no_store_exporter_viewer_or_ray(tmp_path: Path):
 
 
 def test_the_metrics_host_default_is_the_exporters():
-    assert observe.DEFAULT_HOST == prometheus.DEFAULT_HOST
+    assert options.DEFAULT_HOST == prometheus.DEFAULT_HOST

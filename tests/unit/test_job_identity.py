@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from hyperframes._identity import code_identity, record_segment, segment_ok
+from hyperframes.identity import code_identity, record_segment, segment_ok
 
 
 def load(tmp_path, monkeypatch, name, source):
@@ -33,7 +33,7 @@ def test_a_function_holding_a_comprehension_keeps_its_identity_across_processes(
     (tmp_path / "jobmod.py").write_text(textwrap.dedent(SOURCE.format(scale=2)))
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]); import jobmod; "
-        "from hyperframes._identity import code_identity; print(code_identity(jobmod.render))"
+        "from hyperframes.identity import code_identity; print(code_identity(jobmod.render))"
     )
     runs = {
         subprocess.run(

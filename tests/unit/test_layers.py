@@ -15,12 +15,12 @@ import hyperframes
 ROOT = Path(hyperframes.__file__).parent
 
 FLOORS = {
-    "errors": 0, "_version": 0, "_choices": 0,
+    "errors": 0, "_version": 0, "choices": 0,
     "frames": 1,
     "executors": 2, "io": 2, "models": 2,
     "engine": 3,
     "hyper": 4, "metrics": 4, "modes": 4,
-    "store": 5, "_estimate": 5, "_identity": 5, "stages": 5,
+    "store": 5, "_estimate": 5, "identity": 5, "stages": 5,
     "pipeline": 6, "gpu": 6,
     "analysis": 7, "segments": 7,
     "chunked": 8, "viewer": 8,
@@ -89,6 +89,22 @@ def test_no_part_reaches_into_another_parts_private_module():
         and any(seg.startswith("_") and not seg.startswith("__") for seg in target.split(".")[2:])
     ]
     assert reaching == []
+
+
+def test_the_command_line_calls_public_names_only():
+    """The CLI is a user of the library: no private module (``hyperframes._x``, at any depth)
+    and no private name (``_helper``) of another part; only ``_version``, the source of the
+    public ``hyperframes.__version__``, read there so that start-up loads no more."""
+    private = []
+    for path in (ROOT / "cli").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level < 2:
+                continue  # the CLI's own modules (level 1), or no hyperframes import
+            segments = (node.module or "").split(".") + [a.name for a in node.names]
+            hidden = [s for s in segments if s.startswith("_") and not s.startswith("__")]
+            if hidden and node.module != "_version":
+                private.append(f"cli/{path.name}:{node.lineno} imports {', '.join(hidden)}")
+    assert private == []
 
 
 PURE = {"hyperframes.engine.plan": {"hyperframes.frames", "hyperframes.io.base",

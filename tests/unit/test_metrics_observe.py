@@ -6,6 +6,7 @@ import pytest
 
 import hyperframes as hf
 from hyperframes.cli.observe import Monitors, add_observe_options, finish_observe, monitors_for
+from hyperframes.cli.options import Observe, group_of
 from hyperframes.metrics.prometheus import PrometheusExporter
 from hyperframes.metrics.timeline import Timeline
 
@@ -13,7 +14,7 @@ from hyperframes.metrics.timeline import Timeline
 def parse(*argv):
     parser = argparse.ArgumentParser()
     add_observe_options(parser)
-    return parser.parse_args(argv)
+    return group_of(Observe, parser.parse_args(argv))
 
 
 class Recorder:

@@ -20,6 +20,7 @@ from .._version import __version__
 from ..errors import as_run_error
 from . import analyze, bench, demo, doctor, map_job, render, store, tune, video, view
 from .common import UsageError, as_flags, fail, stdout_fenced
+from .options import parse_groups
 from .paths import absolute_paths, check_paths
 
 COMMANDS = (demo, video, render, map_job, analyze, store, view, tune, bench, doctor)
@@ -45,8 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        with signals_interrupt(), stdout_fenced(bool(getattr(args, "json", False))):
-            absolute_paths(args)
+        absolute_paths(args)
+        parse_groups(args)
+        with signals_interrupt(), stdout_fenced(args.observe.json):
             check_paths(args)
             result: int = args.run(args)
             sys.stdout.flush()  # a closed pipe shows here, while it can still be handled

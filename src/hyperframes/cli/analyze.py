@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         result, report = analyze(
             source, threshold=args.threshold, min_len=min_len, max_len=max_len,
             batch_size=args.batch_size, memory=args.memory, samples=args.samples,
-            progress=bar, monitor=monitor, executor=executor_for(args),
+            progress=bar, monitor=monitor, executor=executor_for(args.scale),
         )  # fmt: skip
         found.append(result)
         return report

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import MediaError
 from .common import emit_report, positive_int, print_json, progress_for
 from .observe import add_long_options, workers_of
+from .options import parse_groups
 from .scale import executor_for
 from .video import transcode
 
@@ -64,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
         **vars(args), "input": str(clip), "output": args.output, "codec": "libx264",
         "crf": 23, "preset": "ultrafast", "pix_fmt": None, "overwrite": True,
         "size": (640, 360), "start": 0, "stop": None, "on_corrupt": "fail", "rotation": None,
-        "every": 1, "audio": "keep", "audio_codec": None, "subtitles": "keep",
+        "every": 1, "audio": "keep", "audio_codec": None, "subtitles": "keep", "map": None,
+        "chunks": None,
     })  # fmt: skip
+    parse_groups(job)  # its own --overwrite
     report, _ = transcode(job)
     if not args.json:
         print(report)
@@ -93,7 +96,7 @@ def pack_and_read(
         Pipeline.from_source(VideoSource(clip), batch_size=16)
         .group()
         .to(StoreSink(store_path))
-        .run(progress=progress_for(args, "pack"), executor=executor_for(args))
+        .run(progress=progress_for(args, "pack"), executor=executor_for(args.scale))
     )
     summary = report.output
     reference = Pipeline.from_source(VideoSource(clip), batch_size=16).collect()
@@ -162,7 +165,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
     )
     bar = progress_for(args, "demo")
     try:
-        report = pipeline.run(progress=bar, memory=args.memory, executor=executor_for(args))
+        report = pipeline.run(progress=bar, memory=args.memory, executor=executor_for(args.scale))
     finally:
         bar.finish()
     emit_report(args, report, checksum=checksum)

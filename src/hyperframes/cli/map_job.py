@@ -52,7 +52,7 @@ def answers_stage(pipeline: Any, *, fn: Any, workers: int, reuse: Any) -> Any:
 
 def run_map(args: argparse.Namespace) -> int:
     from .. import Pipeline
-    from .._identity import code_identity
+    from ..identity import code_identity
     from ..io.fingerprint import video_fingerprint
     from ..io.results import ResultsSink, format_of, has_parts
     from ..io.video import VideoSource
@@ -84,7 +84,7 @@ def run_map(args: argparse.Namespace) -> int:
         source = VideoSource(args.input, start=args.start, stop=args.stop, **options)
     sink = ResultsSink(out, values=["value"], job=job, resume=args.resume,
                        overwrite=args.overwrite)  # fmt: skip
-    executor = executor_for(args)
+    executor = executor_for(args.scale)
     ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
     pipeline = build(Pipeline.from_source(source, batch_size=args.batch_size)).to(sink)
     report, written = observed(
@@ -151,7 +151,7 @@ def _run_chunked(args: argparse.Namespace, fn: Any, build: Any) -> int:
         raise UsageError("a chunked run resumes when run again as it was; drop --resume")
     if args.every > 1:
         raise UsageError("--every does not combine with --chunks yet; drop one")
-    executor = ray_for_chunks(args)
+    executor = ray_for_chunks(args.scale)
     ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
     report, written = observed(
         args, "map", lambda bar, watch: run_chunked(

@@ -7,9 +7,9 @@ writes the files afterwards::
 
     add_observe_options(parser)
     ...
-    monitor = monitors_for(args)
+    monitor = monitors_for(args.observe)
     report = pipeline.run(progress=bar, monitor=monitor)
-    written = finish_observe(args, monitor, report)   # {"report": path, "plots": [...]}
+    written = finish_observe(args.observe, monitor, report)   # {"report": path, "plots": [...]}
 """
 
 from __future__ import annotations
@@ -23,16 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..metrics.monitors import Monitors
 from .common import add_sizing_options, port_number, progress_for, worker_count
+from .options import DEFAULT_HOST, Observe, Scale
 from .scale import add_executor_options, executor_for
 
 if TYPE_CHECKING:
     from .. import Pipeline, RunReport
     from ..engine.watch import Monitor, SnapshotFn
     from ..metrics.prometheus import PrometheusExporter
-
-DEFAULT_HOST = "127.0.0.1"
-"""``--metrics-host``'s default, the exporter's own (``metrics.prometheus.DEFAULT_HOST``,
-a test holds the two equal): the parser does not import the exporter's HTTP server."""
 
 
 class _Announce:
@@ -73,7 +70,7 @@ def add_observe_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def monitors_for(args: argparse.Namespace, *, interval_s: float = 0.5) -> Monitors | None:
+def monitors_for(observe: Observe, *, interval_s: float = 0.5) -> Monitors | None:
     """The monitor the options ask for, or None. Fails now if an optional package is missing.
 
     Raises:
@@ -81,13 +78,12 @@ def monitors_for(args: argparse.Namespace, *, interval_s: float = 0.5) -> Monito
             without matplotlib (the message says what to install).
     """
     parts: list[Monitor] = []
-    port = getattr(args, "metrics_port", None)
-    if port is not None:
+    if observe.metrics_port is not None:
         from ..metrics.prometheus import PrometheusExporter
 
-        exporter = PrometheusExporter(port=port, host=getattr(args, "metrics_host", DEFAULT_HOST))
+        exporter = PrometheusExporter(port=observe.metrics_port, host=observe.metrics_host)
         parts += [exporter, _Announce(exporter)]
-    if getattr(args, "plot_dir", None):
+    if observe.plot_dir:
         from ..metrics.timeline import Timeline, require_plotting
 
         require_plotting()
@@ -95,24 +91,22 @@ def monitors_for(args: argparse.Namespace, *, interval_s: float = 0.5) -> Monito
     return Monitors(parts) if parts else None
 
 
-def finish_observe(
-    args: argparse.Namespace, monitor: Monitors | None, report: RunReport
-) -> dict[str, Any]:
+def finish_observe(observe: Observe, monitor: Monitors | None, report: RunReport) -> dict[str, Any]:
     """Write ``--report`` and ``--plot-dir`` after a run; returns what was written where."""
     from ..io.publish import write_output
     from ..metrics.timeline import Timeline
 
     written: dict[str, Any] = {}
-    overwrite = bool(getattr(args, "overwrite", False))
-    if getattr(args, "report", None):
-        path = Path(args.report)
+    overwrite = observe.overwrite
+    if observe.report:
+        path = Path(observe.report)
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(report.to_dict(), indent=2, default=str) + "\n"
         write_output(path, text, overwrite=overwrite)
         written["report"] = str(path)
     timeline = monitor.find(Timeline) if monitor is not None else None
-    if timeline is not None and getattr(args, "plot_dir", None):
-        plots = timeline.write_plots(args.plot_dir, overwrite=overwrite)
+    if timeline is not None and observe.plot_dir:
+        plots = timeline.write_plots(observe.plot_dir, overwrite=overwrite)
         written["plots"] = [str(p) for p in plots]
     return written
 
@@ -129,7 +123,8 @@ WORKERS = 2
 
 def workers_of(args: argparse.Namespace) -> int:
     """``--workers``, or :data:`WORKERS` when it was not given."""
-    return int(args.workers or WORKERS)
+    scale: Scale = args.scale
+    return int(scale.workers or WORKERS)
 
 
 def add_long_options(
@@ -155,8 +150,8 @@ def observed_run(
     options ask for (``--metrics-port``, ``--report``, ``--plot-dir``, ``--view``); returns
     the report and what was written where. ``memory`` is the pools' budget when the
     command divides ``--memory`` itself (``pack``)."""
-    budget = memory if memory is not None else getattr(args, "memory", None)
-    executor = executor_for(args)
+    budget = memory if memory is not None else args.scale.memory
+    executor = executor_for(args.scale)
 
     def run(bar: Any, watch: Monitor | None) -> RunReport:
         return pipeline.run(progress=bar, monitor=watch, memory=budget, executor=executor)
@@ -174,8 +169,9 @@ def observed(
     report and what was written where."""
     from .view import live_monitor_for
 
-    observe = monitors_for(args)
-    live = live_monitor_for(args)
+    options: Observe = args.observe
+    observe = monitors_for(options)
+    live = live_monitor_for(options)
     parts = [m for m in (observe, live) if m is not None]
     bar = progress_for(args, label)
     try:
@@ -184,4 +180,4 @@ def observed(
         bar.finish()
         if live is not None:
             live.close()
-    return report, finish_observe(args, observe, report)
+    return report, finish_observe(options, observe, report)

@@ -61,9 +61,10 @@ def _check_side_outputs(args: argparse.Namespace) -> None:
     now rather than after the run has been paid for."""
     from ..io.publish import check_output
 
-    overwrite = bool(getattr(args, "overwrite", False))
-    files = [getattr(args, "report", None), getattr(args, "plot", None)]
-    folder = getattr(args, "plot_dir", None)
+    given = vars(args)  # the side outputs a command has (not every one has each)
+    overwrite = bool(given.get("overwrite"))
+    files = [given.get("report"), given.get("plot")]
+    folder = given.get("plot_dir")
     if folder and Path(folder).is_dir():
         from ..metrics.timeline import PLOTS
 

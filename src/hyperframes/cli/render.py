@@ -67,7 +67,7 @@ def run_render(args: argparse.Namespace) -> int:
             "--resume continues a local render; a render on Ray resumes with --chunks "
             "(a rerun makes only the missing segments)"
         )
-    executor = executor_for(args)
+    executor = executor_for(args.scale)
     if isinstance(executor, str) and (args.resume or args.frames >= 2 * LOCAL_SEGMENT_FRAMES):
         report, written = render_here(args, fn, executor)
         emit_report(args, report, **written)
@@ -134,7 +134,7 @@ def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, d
     """``render --chunks``: the frame range in segments as Ray tasks, joined by stream copy."""
     from ..chunked import render_chunked
 
-    executor = ray_for_chunks(args)
+    executor = ray_for_chunks(args.scale)
     ship_module_of(fn, executor)
 
     def run(bar: Any, watch: Any) -> RunReport:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import UsageError, positive_int
+from .options import Scale
 
 if TYPE_CHECKING:
     import logging
@@ -59,7 +60,7 @@ def add_chunk_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def executor_for(args: argparse.Namespace) -> str | Executor:
+def executor_for(scale: Scale) -> str | Executor:
     """The executor the options ask for (starting or joining Ray for ``--executor ray``).
 
     Raises:
@@ -67,33 +68,32 @@ def executor_for(args: argparse.Namespace) -> str | Executor:
         ImportError: ``--executor ray`` without Ray installed (says how to install it).
         ConnectionError: the cluster at ``--ray-address`` cannot be reached.
     """
-    name = getattr(args, "executor", None) or "threads"
-    address = getattr(args, "ray_address", None)
-    if address is not None and name != "ray":
+    name = scale.executor or "threads"
+    if scale.ray_address is not None and name != "ray":
         raise UsageError("--ray-address names a Ray cluster; add --executor ray to use it")
     if name == "ray":
-        return ray_executor(address)
+        return ray_executor(scale.ray_address)
     return name
 
 
-def ray_for_chunks(args: argparse.Namespace) -> RayExecutor:
+def ray_for_chunks(scale: Scale) -> RayExecutor:
     """The Ray connection ``--chunks`` runs its segments on.
 
     Raises:
         UsageError: ``--chunks`` with an executor other than Ray, or with ``--workers``
             (a segment's task uses the CPU it reserves: ``cpus_per_segment``).
     """
-    if getattr(args, "executor", None) not in (None, "ray"):
+    if scale.executor not in (None, "ray"):
         raise UsageError(
-            f"--chunks runs segments as Ray tasks; drop --executor {args.executor} "
+            f"--chunks runs segments as Ray tasks; drop --executor {scale.executor} "
             "(or pass --executor ray)"
         )
-    if getattr(args, "workers", None) is not None:
+    if scale.workers is not None:
         raise UsageError(
             "--chunks runs each segment as a Ray task on one CPU of the cluster, so "
             "--workers does not apply; drop --workers"
         )
-    return ray_executor(getattr(args, "ray_address", None))
+    return ray_executor(scale.ray_address)
 
 
 def ray_executor(address: str | None) -> RayExecutor:

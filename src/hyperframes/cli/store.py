@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._choices import INTRAS, Tier
+from ..choices import INTRAS, Tier
 from ..errors import StoreCorrupt
 from .common import frame_size, positive_int, print_json
 from .observe import add_long_options, observed_run, workers_of
@@ -102,7 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_pack(args: argparse.Namespace) -> int:
     from .. import Pipeline
-    from .._choices import GOP, check_gop
+    from ..choices import GOP, check_gop
     from ..engine.sizing import default_budget
     from ..hyper.grouping import GroupingOptions
     from ..io.video import VideoSource

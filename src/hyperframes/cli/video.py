@@ -173,7 +173,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     args.start, args.stop = frame_range(args.input, args.start, args.stop)
     planar = planar_path(args, facts)
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
-    filter_spec = getattr(args, "map", None)  # demo's runs have no --map nor --chunks
+    filter_spec = args.map
     if filter_spec is not None:
         reuse_of(args)  # (checked before any work)
         if args.chunks is not None:
@@ -182,7 +182,7 @@ def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
     if args.loop == 1:  # the other streams go along where the frames keep the input's clock
         carry = carry_of(args.output, audio=args.audio, audio_codec=args.audio_codec,
                          subtitles=args.subtitles)  # fmt: skip
-    if getattr(args, "chunks", None) is not None:
+    if args.chunks is not None:
         if args.every > 1:
             raise UsageError("--every does not combine with --chunks yet; drop one")
         return not_carried(*transcode_chunked(args, pix_fmt, carry), facts, args)
@@ -219,7 +219,7 @@ def transcode_chunked(
     if args.loop > 1:
         raise UsageError("--chunks cuts one input at its keyframes; it cannot take --loop")
     planar = {"input_pix_fmt": "yuv420p"} if pix_fmt == "yuv420p" else {}
-    executor = ray_for_chunks(args)
+    executor = ray_for_chunks(args.scale)
 
     def run(bar: Any, watch: Any) -> RunReport:
         return run_chunked(
@@ -245,8 +245,8 @@ def planar_path(args: argparse.Namespace, facts: dict[str, Any]) -> bool:
     size = args.size or (facts["width"], facts["height"])
     encoded = args.pix_fmt or ("yuv420p" if args.codec != "ffv1" else None)
     return (
-        getattr(args, "rotation", None) != "apply"  # planes cannot be turned
-        and getattr(args, "map", None) is None  # a filter takes RGB frames
+        args.rotation != "apply"  # planes cannot be turned
+        and args.map is None  # a filter takes RGB frames
         and facts.get("pix_fmt") == "yuv420p"
         and encoded == "yuv420p"
         and all(v % 2 == 0 for v in (*size, facts["width"], facts["height"]))

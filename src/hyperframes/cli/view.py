@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from .common import port_number
+from .options import Observe
 
 DEFAULT_PORT = 8765
 FORMATS = ("jpeg", "png")
@@ -55,16 +56,16 @@ def add_view_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=None, help="interface for --view (default 127.0.0.1)")
 
 
-def live_monitor_for(args: argparse.Namespace) -> Any:
+def live_monitor_for(observe: Observe) -> Any:
     """A started live page's monitor when ``--view`` was given, else ``None``.
 
     Prints the page's address on stderr. Call ``monitor.close()`` when the run is over.
     """
-    if getattr(args, "view", None) is None:
+    if observe.view is None:
         return None
     from ..viewer import start_live_view
 
-    monitor = start_live_view(args.view, getattr(args, "host", None))
+    monitor = start_live_view(observe.view, observe.host)
     print(f"hyperframes: live view at {monitor.url}", file=sys.stderr)
     return monitor
 

@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from .._choices import Tier
+from ..choices import Tier
 from .codec import (
     BasePosition,
     EncodedGroup,

@@ -72,7 +72,7 @@ from typing import Literal
 
 import numpy as np
 
-from .._choices import INTRAS, TIERS, Intra, Tier, check_gop
+from ..choices import INTRAS, TIERS, Intra, Tier, check_gop
 from ..errors import FrameError
 from . import group_header
 from ._decode import decode_group_rows, decode_rows, each_band

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from .._choices import TIERS
+from ..choices import TIERS
 from ..errors import StoreCorrupt
 
 MAGIC = b"HFG\x01"

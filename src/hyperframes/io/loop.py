@@ -32,6 +32,9 @@ class Looped(Source):
         inner_len = self._inner.length
         self.length = None if inner_len is None else inner_len * times
         self.info = dict(getattr(self._inner, "info", {}), loops=times)
+        self._start_over()
+
+    def _start_over(self) -> None:
         self._pass = 0
         self._frame_offset = 0
         self._time_offset = 0.0
@@ -40,6 +43,10 @@ class Looped(Source):
         self._step = 0.0
 
     def open(self) -> None:
+        """Start from the first pass: a second run reads every pass again."""
+        if self._pass or self._seen:
+            self._start_over()
+            self._inner = self._make()
         self._inner.open()
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from .._choices import INTRAS, MAX_GOP, TIERS
+from ..choices import INTRAS, MAX_GOP, TIERS
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
 from ..io.layouts import NATIVE, TAGS, Layout, layout_for, tags_in

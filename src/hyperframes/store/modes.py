@@ -30,7 +30,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._choices import GOP, Intra
+from ..choices import GOP, Intra
 from ..hyper import decode_frame, decode_group, encode_group
 from ..hyper.group_header import parse_header
 from ..io.layouts import NATIVE, Layout

@@ -22,7 +22,7 @@ from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
-from .._choices import Intra, Tier
+from ..choices import Intra, Tier
 from ..engine.plan import Plan, auto_batch, least_budget, plan_run
 from ..errors import StoreError
 from ..frames import FrameSpec

@@ -29,8 +29,8 @@ from typing import Any, cast
 import lmdb
 import numpy as np
 
-from .._choices import INTRAS, TIERS, Intra, Tier, check_gop, check_intra
 from .._version import __version__
+from ..choices import INTRAS, TIERS, Intra, Tier, check_gop, check_intra
 from ..errors import StoreError
 from ..frames import FrameSpec
 from ..hyper import decode_group, encode_group
