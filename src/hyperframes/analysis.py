@@ -28,7 +28,7 @@ from .engine.report import RunReport
 from .engine.watch import Monitor, ProgressFn
 from .executors import Executor
 from .frames import FrameSpec
-from .hyper.grouping import GroupingOptions
+from .hyper.grouping.grouper import GroupingOptions
 from .io.base import Sink, Source
 from .pipeline import Pipeline
 

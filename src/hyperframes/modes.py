@@ -23,7 +23,7 @@ from typing import Any
 from .engine.faults import Retry
 
 Agree = str | Callable[[Any, Any], float] | None
-"""How two answers compare (``hyperframes.hyper.agree``): ``"equal"``, ``"boxes"``
+"""How two answers compare (``hyperframes.hyper.reuse.agree``): ``"equal"``, ``"boxes"``
 (``"boxes:0.7"``), ``"count"``, ``"psnr"`` (``"psnr:35"``) or ``(a, b) -> float`` in [0, 1]."""
 
 
@@ -71,7 +71,7 @@ class ReuseByHyperframe:
 class ReuseTarget:
     """Share answers between similar frames while the output's answers agree with the
     function's own on ``target`` of the frames (e.g. ``0.95``), measured on a sample the
-    stage computes anyway (``hyperframes.hyper.target``). Needs no ``.group()``.
+    stage computes anyway (``hyperframes.hyper.reuse.target``). Needs no ``.group()``.
 
     Args:
         target: the share of frames whose answer must agree, in (0, 1).

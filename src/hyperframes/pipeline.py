@@ -41,7 +41,7 @@ from .stages import map_stages, name_of, render_stage
 
 if TYPE_CHECKING:
     from .hyper.distance import DistanceKind
-    from .hyper.grouping import Rule
+    from .hyper.grouping.grouper import Rule
 
 DEFAULT_SLOT_TIMEOUT = 300.0
 
@@ -164,7 +164,7 @@ class Pipeline:
                 ``agree`` says how two answers compare: ``"equal"`` (default for values),
                 ``"boxes"`` (per-frame ``(N, 4+)`` boxes, F1 at IoU 0.5; ``"boxes:0.7"``),
                 ``"count"``, ``"psnr"`` (default for frames out, 40 dB; ``"psnr:35"``) or
-                a callable ``(a, b) -> float`` in [0, 1] (``hyper.agree``).
+                a callable ``(a, b) -> float`` in [0, 1] (``hyper.reuse.agree``).
             faults: ``Retry(retries, backoff)``: extra tries of a failing batch,
                 ``backoff * 2**n`` seconds apart. With ``run(allow_failures=...)`` a batch
                 that still fails is retried frame by frame and the frames that fail for
@@ -237,14 +237,14 @@ class Pipeline:
         rule: Rule = "adjacent",
         distance: DistanceKind = "exact",
     ) -> Pipeline:
-        """Add the grouping stage: tags each frame with its hyperframe (see ``hyper.tagging``).
+        """Add the grouping stage: tags each frame with its hyperframe (``hyper.grouping``).
 
         Frames come out unchanged, in order, with ``meta["hyperframe"]`` (group id),
         ``meta["hf_pos"]`` and ``meta["hf_len"]``. Options default to the measured
-        defaults of :class:`~hyperframes.hyper.grouping.GroupingOptions`.
+        defaults of :class:`~hyperframes.hyper.grouping.grouper.GroupingOptions`.
         """
-        from .hyper.grouping import GroupingOptions
-        from .hyper.tagging import GroupTagger, grouping_footprint
+        from .hyper.grouping.grouper import GroupingOptions
+        from .hyper.grouping.tagging import GroupTagger, grouping_footprint
 
         defaults = GroupingOptions()
         options = GroupingOptions(

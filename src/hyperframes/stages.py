@@ -18,9 +18,9 @@ from .engine.faults import Retry
 from .engine.stage import Call, Decided, Stage, Streamed, on_frames
 from .engine.window import HaloStream, WindowCall, check_window, halo_footprint
 from .frames import Batch, FrameSpec
-from .hyper.agree import agreement
-from .hyper.reuse import ReuseStrategy
-from .hyper.target import TargetReuse, held
+from .hyper.reuse.agree import agreement
+from .hyper.reuse.by_hyperframe import ReuseStrategy
+from .hyper.reuse.target import TargetReuse, held
 from .io.arrays import check_frame
 from .io.base import Footprint
 from .modes import Reuse, ReuseByHyperframe, ReuseTarget

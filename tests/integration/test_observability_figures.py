@@ -18,7 +18,7 @@ from hyperframes import FrameSpec, Pipeline
 from hyperframes.engine.report import RunReport
 from hyperframes.engine.watch import RunSnapshot, SnapshotFn, StageQuality
 from hyperframes.frames import Batch, FramePool
-from hyperframes.hyper.reuse import RECENT, ReuseStrategy
+from hyperframes.hyper.reuse.by_hyperframe import RECENT, ReuseStrategy
 from hyperframes.io.base import CacheTier, Chunk, Source, SourceFigures
 from hyperframes.metrics.monitors import Monitors
 from hyperframes.metrics.prometheus import PrometheusExporter

@@ -290,7 +290,7 @@ def test_info_gives_the_shape_a_read_gives_and_the_planes_kept(tmp_path: Path) -
 
 
 def test_no_frame_of_any_group_length_needs_more_than_six_records() -> None:
-    from hyperframes.hyper._planes import reference
+    from hyperframes.hyper.codec._planes import reference
 
     def records(i: int, b: int, n: int) -> int:
         count = 1

@@ -14,7 +14,7 @@ import pytest
 import hyperframes as hf
 from hyperframes.cli import Terminated, main, signals_interrupt
 from hyperframes.errors import StoreError
-from hyperframes.hyper.grouping import GroupingOptions
+from hyperframes.hyper.grouping.grouper import GroupingOptions
 from hyperframes.store import writer as writer_module
 from hyperframes.store.resume import resume_point
 from hyperframes.store.writer import StoreWriter

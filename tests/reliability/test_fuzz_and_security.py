@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import hyperframes as hf
-from hyperframes.hyper import group_header as group_format
+from hyperframes.hyper.codec import group_header as group_format
 from hyperframes.metrics.prometheus import DEFAULT_HOST, PrometheusExporter
 from hyperframes.store import FrameStore, StoreWriter
 from hyperframes.store import format as fmt
@@ -219,7 +219,7 @@ def test_no_eval_exec_or_pickle_of_file_contents_anywhere_in_the_source() -> Non
 def test_the_store_and_codec_read_json_never_pickle() -> None:
     for rel in (
         "store/format.py",
-        "hyper/group_header.py",
+        "hyper/codec/group_header.py",
         "store/table.py",
         "store/lmdb_store.py",
         "store/checks.py",

@@ -1,5 +1,5 @@
 """Faults in a stage with an accuracy target, whose frames compute on threads of its own
-while the stage takes the next batches (``hyper.target``'s waves): a function that fails
+while the stage takes the next batches (``hyper.reuse.target``'s waves): a function that fails
 for good, one that fails now and then, and Ctrl-C at random moments. Each must end the
 run cleanly: the error said (or the failed frames listed), every other frame handed on
 once and in order, no thread of the stage left running (the suite's fixture checks), no

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from hyperframes.errors import StoreCorrupt
-from hyperframes.hyper import group_header as fmt
+from hyperframes.hyper.codec import group_header as fmt
 
 META = {"dtype": "|u1", "shape": [2, 2, 1], "base": 0, "layout": "chain", "tier": "lossless"}
 

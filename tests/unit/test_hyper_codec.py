@@ -19,7 +19,7 @@ from hyperframes.hyper import (
     psnr,
     read_group_info,
 )
-from hyperframes.hyper import group_header as fmt
+from hyperframes.hyper.codec import group_header as fmt
 
 DTYPES = ["uint8", "uint16", "uint32", "int16", "float16", "float32", "float64"]
 LAYOUTS = ["auto", "independent", "base", "chain"]
@@ -235,8 +235,8 @@ def test_repr_hides_pixels() -> None:
 
 
 def test_gradient_predictor_round_trip_and_header():
-    from hyperframes.hyper._pixels import gradient as _gradient
-    from hyperframes.hyper._pixels import ungradient as _ungradient
+    from hyperframes.hyper.codec._pixels import gradient as _gradient
+    from hyperframes.hyper.codec._pixels import ungradient as _ungradient
 
     rng = np.random.default_rng(3)
     frames = rng.integers(0, 256, (5, 17, 9, 3), dtype=np.uint8)
@@ -266,8 +266,8 @@ def test_smooth_frames_compress_better_with_the_predictor():
     ("shape", "transformed"), [((9, 7, 3), True), ((9, 7, 4), False), ((9, 7), False)]
 )
 def test_colour_transform_for_lossless_rgb_only(shape, transformed):
-    from hyperframes.hyper._pixels import rct as _rct
-    from hyperframes.hyper._pixels import unrct as _unrct
+    from hyperframes.hyper.codec._pixels import rct as _rct
+    from hyperframes.hyper.codec._pixels import unrct as _unrct
 
     rng = np.random.default_rng(11)
     frames = rng.integers(0, 256, (6, *shape), dtype=np.uint8)
@@ -392,7 +392,7 @@ def test_lossless_groups_refuse_quantised_records() -> None:
 def test_webp_records_must_be_lossless_webp_of_the_frame_size() -> None:
     import cv2
 
-    from hyperframes.hyper._pixels import webp_decode as _from_webp
+    from hyperframes.hyper.codec._pixels import webp_decode as _from_webp
 
     frame = np.random.default_rng(4).integers(0, 256, (16, 24, 3), dtype=np.uint8)
     png = cv2.imencode(".png", frame)[1].tobytes()
@@ -447,7 +447,7 @@ PLANES_420 = [(48, 64), (24, 32), (24, 32)]
 def test_delta_probe_keeps_deltas_of_similar_frames_and_skips_unrelated_ones() -> None:
     import zstandard as zstd
 
-    from hyperframes.hyper._planes import delta_may_pay
+    from hyperframes.hyper.codec._planes import delta_may_pay
 
     compress = zstd.ZstdCompressor(level=1).compress
     frames = _planar_clip(2, h=96, moving=False)
@@ -489,7 +489,7 @@ def test_ffv1_records_of_earlier_coder_settings_still_decode(
     """Records written with other FFV1 options (the range coder with FFmpeg's own slice
     count, as stores written before four slices were set; Golomb-Rice) decode: each
     group's coder configuration travels in its header."""
-    from hyperframes.hyper import _planes
+    from hyperframes.hyper.codec import _planes
 
     frames = _planar_clip(6)
     for options in ({"g": "1", "level": "3", "coder": "1"}, {"g": "1", "level": "3"}):
@@ -501,7 +501,7 @@ def test_ffv1_records_of_earlier_coder_settings_still_decode(
 
 
 def test_ffv1_groups_take_either_coder_and_decode(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hyperframes.hyper import _planes
+    from hyperframes.hyper.codec import _planes
 
     frames = _planar_clip(5, h=96)
     planes = [(96, 64), (48, 32), (48, 32)]

@@ -10,8 +10,8 @@ import pytest
 
 from hyperframes import Pipeline
 from hyperframes.engine.figures import TargetFigures
-from hyperframes.hyper.agree import agreement
-from hyperframes.hyper.target import REACH, TargetReuse, held
+from hyperframes.hyper.reuse.agree import agreement
+from hyperframes.hyper.reuse.target import REACH, TargetReuse, held
 from hyperframes.modes import Retry, ReuseByHyperframe, ReuseTarget
 
 
@@ -150,7 +150,7 @@ def test_changes_hidden_between_agreeing_answers_are_guessed_and_the_guess_is_we
     """Where answers changed often among the computed frames near a stretch whose ends
     agree, more of its frames are guessed to differ (the longer the stretch, the more);
     none where they did not change; samples that find the guess wrong weigh it down."""
-    from hyperframes.hyper._stretches import Stretches, hidden
+    from hyperframes.hyper.reuse._stretches import Stretches, hidden
 
     ends = [0, 1, 2, 3, 4, 5, 6, 7, 8, 16, 40]
     changed = [1, 3, 4, 6, 7]  # answers changed at these computed frames
@@ -176,7 +176,7 @@ def test_changes_seen_before_the_frames_were_handed_on_still_count_near_a_stretc
     ``NEAR`` frames): it must not depend on where a batch ended (batches hold fewer
     frames at 4K). Before, a stretch right after a flickering run was guessed clean as
     soon as the batches holding the flicker were handed on."""
-    from hyperframes.hyper._stretches import NEAR, Stretches, hidden
+    from hyperframes.hyper.reuse._stretches import NEAR, Stretches, hidden
 
     agree = agreement("equal")
     answers = {i: i // 2 % 2 for i in range(0, 10)} | {10: 0, 30: 0}  # flickers, then steady

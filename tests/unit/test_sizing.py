@@ -44,7 +44,7 @@ def maps(workers: int) -> list[Footprint]:
 
 
 def grouping(max_len: int, min_len: int = 2) -> Footprint:
-    from hyperframes.hyper.tagging import grouping_footprint
+    from hyperframes.hyper.grouping.tagging import grouping_footprint
 
     return grouping_footprint(max_len=max_len, min_len=min_len)
 

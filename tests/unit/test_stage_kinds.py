@@ -10,8 +10,8 @@ from hyperframes import Pipeline
 from hyperframes.engine.stage import Decided, Stage, Streamed
 from hyperframes.engine.stage_run import StageRun, StrategyRun, StreamRun, start_run
 from hyperframes.engine.window import HaloStream, halo_footprint
-from hyperframes.hyper.agree import agreement
-from hyperframes.hyper.target import TargetReuse
+from hyperframes.hyper.reuse.agree import agreement
+from hyperframes.hyper.reuse.target import TargetReuse
 from hyperframes.io.base import Footprint
 from hyperframes.modes import ReuseTarget
 from hyperframes.segments import halo_of

@@ -48,7 +48,7 @@ def sample_count(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from ..analysis import analyze, percent, plot_timeline
     from ..engine.sizing import default_budget
-    from ..hyper.grouping import GroupingOptions
+    from ..hyper.grouping.grouper import GroupingOptions
     from ..io.video import VideoSource
     from ..store.modes import estimate_modes
     from ..store.sink import plan_pack

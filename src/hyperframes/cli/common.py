@@ -82,17 +82,14 @@ def _first_line(value: object) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
-_KEYWORD = re.compile(
-    r"\b([a-z][a-z0-9_]*)="
-    r"(True|False|None|'[^']*'|\"[^\"]*\"|-?[0-9][0-9.]*|\([^)]*\)|[A-Za-z_][\w.-]*)?(?!\w)"
-)
+_VALUE = r"True|False|None|'[^']*'|\"[^\"]*\"|-?[0-9][0-9.]*|\([^)]*\)|[A-Za-z_][\w.-]*"
+_KEYWORD = re.compile(rf"\b([a-z][a-z0-9_]*)=({_VALUE})?(?!\w)")
 
 
 def as_flags(message: str, flags: Collection[str]) -> str:
     """``message`` with each ``name=value`` that is a flag of the command written as the flag:
-    ``overwrite=True`` -> ``--overwrite``, ``pix_fmt='yuv444p'`` -> ``--pix-fmt yuv444p``,
-    ``intra=webp`` -> ``--intra webp``, ``batch_size=`` -> ``--batch-size``; other text is
-    kept."""
+    ``overwrite=True`` -> ``--overwrite``, ``pix_fmt='yuv444p'`` or ``pix_fmt=yuv444p`` ->
+    ``--pix-fmt yuv444p``, ``batch_size=`` -> ``--batch-size``; other text is kept."""
 
     def flag(match: re.Match[str]) -> str:
         name, value = match.group(1), match.group(2)

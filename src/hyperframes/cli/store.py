@@ -104,7 +104,7 @@ def run_pack(args: argparse.Namespace) -> int:
     from .. import Pipeline
     from ..choices import GOP, check_gop
     from ..engine.sizing import default_budget
-    from ..hyper.grouping import GroupingOptions
+    from ..hyper.grouping.grouper import GroupingOptions
     from ..io.video import VideoSource
     from ..store import StoreSink, StoreWriter
     from ..store.resume import check_resumed_frame, resume_point

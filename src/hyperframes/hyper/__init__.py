@@ -10,7 +10,7 @@ Example:
 from __future__ import annotations
 
 from ..choices import Tier
-from .codec import (
+from .codec.coder import (
     BasePosition,
     EncodedGroup,
     GroupInfo,
@@ -21,7 +21,7 @@ from .codec import (
     read_group_info,
 )
 from .distance import DistanceKind, frame_mse, frame_sse, luma_proxy
-from .grouping import Grouper, GroupingOptions, Rule, Span, group_frames
+from .grouping.grouper import Grouper, GroupingOptions, Rule, Span, group_frames
 from .quality import mse, psnr
 
 __all__ = [

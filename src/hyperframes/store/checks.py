@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import StoreCorrupt
 from ..frames import FrameSpec, describe_shape
-from ..hyper import group_header
+from ..hyper.codec import group_header
 from . import format as fmt
 from .table import GroupTable
 

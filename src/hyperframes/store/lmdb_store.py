@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
 from ..hyper import decode_frame, decode_group
-from ..hyper import group_header as group_format
+from ..hyper.codec import group_header as group_format
 from ..io.base import CacheTier
 from ..io.layouts import to_rgb
 from . import _env

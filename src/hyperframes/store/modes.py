@@ -32,7 +32,7 @@ import numpy as np
 
 from ..choices import GOP, Intra
 from ..hyper import decode_frame, decode_group, encode_group
-from ..hyper.group_header import parse_header
+from ..hyper.codec.group_header import parse_header
 from ..io.layouts import NATIVE, Layout
 
 WINDOW = 8

@@ -26,8 +26,8 @@ from ..choices import Intra, Tier
 from ..engine.plan import Plan, auto_batch, least_budget, plan_run
 from ..errors import StoreError
 from ..frames import FrameSpec
-from ..hyper.grouping import DEFAULT_MAX_LEN
-from ..hyper.tagging import grouping_footprint
+from ..hyper.grouping.grouper import DEFAULT_MAX_LEN
+from ..hyper.grouping.tagging import grouping_footprint
 from ..io.base import Footprint, Sink
 from .writer import WORKERS, StoreWriter
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.watch import Monitor, ProgressFn
-from ..hyper.grouping import GroupingOptions
+from ..hyper.grouping.grouper import GroupingOptions
 from ..io.video import VideoSource
 from ..pipeline import Pipeline
 from ..store import FrameStore, StoreSink, is_store

@@ -1,6 +1,6 @@
 """The frames a reuse stage with an accuracy target holds, by their position in the stream:
 the batches not yet handed on, a thumbnail of each frame, the answers computed (and the
-frame index each belongs to), and the frames tried. ``hyper.target`` decides on them;
+frame index each belongs to), and the frames tried. ``hyper.reuse.target`` decides on them;
 :class:`HeldFrames` keeps them, computes frames of them, tells which computed frame a frame
 shares its answer with, and forgets what decided batches no longer need.
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frames import Batch
+from ...frames import Batch
 from ._rows import RowComputer
 from .glance import change, thumbnails
 

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import zstandard as zstd
 
+from ..distance import peak_of
+from ..quality import mse
 from . import group_header
 from ._pixels import as_uint, planes
-from .distance import peak_of
-from .quality import mse
 
 
 def encode_lossy(

@@ -1,6 +1,6 @@
 """The grouping stage: tags every frame with its hyperframe id and position.
 
-It runs the streaming :class:`~hyperframes.hyper.grouping.Grouper` as an ordered
+It runs the streaming :class:`~hyperframes.hyper.grouping.grouper.Grouper` as an ordered
 pipeline stage. A frame's group is final only once the grouper closes it, which can
 be up to ``max_len + min_len`` frames later, so the stage holds batches back until
 every frame in them is tagged; that bound is declared (``holds``) so the pool has room.
@@ -20,12 +20,12 @@ from collections import deque
 
 import numpy as np
 
-from ..engine.figures import GroupingFigures
-from ..engine.stage import Stream
-from ..frames import Batch
-from ..io.base import Footprint
-from .distance import check_finite, frame_mse, peak_of
-from .grouping import Grouper, GroupingOptions, Span
+from ...engine.figures import GroupingFigures
+from ...engine.stage import Stream
+from ...frames import Batch
+from ...io.base import Footprint
+from ..distance import check_finite, frame_mse, peak_of
+from .grouper import Grouper, GroupingOptions, Span
 
 
 def grouping_footprint(*, max_len: int, min_len: int) -> Footprint:

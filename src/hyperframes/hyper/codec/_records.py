@@ -7,7 +7,7 @@ too, referencing that anchor); every other frame references its neighbour toward
 nearest anchor. Deltas stay between neighbours, and any frame decodes from at most 6
 records whatever the group's length. Arrays (``layout="auto"``) and a video's planes
 (``"anchors"``) both follow it; arrays may also ask for another layout by name
-(``"base"``, ``"chain"``, ``"independent"``: ``hyper._lossless``).
+(``"base"``, ``"chain"``, ``"independent"``: ``hyper.codec._lossless``).
 
 Records: the base is coded alone. Every other frame is coded against its reference: as a
 copy where it equals the reference, else as a delta; a delta that codes larger than

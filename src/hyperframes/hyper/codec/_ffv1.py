@@ -16,7 +16,7 @@ from typing import Any
 import av
 import numpy as np
 
-from ..errors import StoreCorrupt
+from ...errors import StoreCorrupt
 from ._pyav import coders, frame_of, planes_into
 
 FFV1_THREADS = max(1, min(4, os.cpu_count() or 1))

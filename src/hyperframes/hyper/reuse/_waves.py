@@ -1,8 +1,8 @@
 """Frames a stage with an accuracy target computes while it goes on taking batches.
 
-``hyper.target`` starts what each batch's arrival calls for as one *wave* (its planned
+``hyper.reuse.target`` starts what each batch's arrival calls for as one *wave* (its planned
 frames, the frames refining asks for, the next verification samples) on the threads of
-``hyper._rows``, and waits for every wave at once when it decides again: what it decides
+``hyper.reuse._rows``, and waits for every wave at once when it decides again: what it decides
 depends on the answers only, never on which call ended first.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from ..frames import Batch
+from ...frames import Batch
 from ._held import HeldFrames
 from ._rows import RowComputer
 

@@ -1,4 +1,4 @@
-"""What ``hyper.target`` remembers of the stretches between computed frames: the frame
+"""What ``hyper.reuse.target`` remembers of the stretches between computed frames: the frame
 that strays from a stretch's agreeing ends, the disagreeing stretches it leaves as they
 are, and how far to trust a guess of the changes of answer hidden inside.
 

@@ -14,7 +14,7 @@ split into ``workers`` chunks computed at once, so a costly function still uses 
 With ``verify_every=k`` every k-th shared result is computed anyway (and counted as a
 call, not as reused); the report gives the measured error: PSNR of shared vs computed
 frames, or for per-frame values their mean agreement as ``agree`` scores it
-(``hyper.agree``: ``"equal"`` by default, ``"boxes"`` for detections). While the run
+(``hyper.reuse.agree``: ``"equal"`` by default, ``"boxes"`` for detections). While the run
 goes, :meth:`ReuseStrategy.quality` gives the PSNR of the mean MSE over the last
 ``recent`` verifications (``psnr_mean_recent`` in the summary), which monitors show as the
 stage's PSNR.
@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.figures import BoundFigures
-from ..engine.stage import Strategy
-from ..engine.watch import StageQuality
-from ..errors import StageError
-from ..frames import Batch
+from ...engine.figures import BoundFigures
+from ...engine.stage import Strategy
+from ...engine.watch import StageQuality
+from ...errors import StageError
+from ...frames import Batch
 from ._rows import RowComputer, assemble
 from .agree import Agreement, equal
 
@@ -145,7 +145,7 @@ class ReuseStrategy(Strategy):
         return []
 
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
-        from .distance import frame_mse
+        from ..distance import frame_mse
 
         if "hyperframe" not in batch.meta:
             raise StageError(
@@ -212,7 +212,7 @@ class ReuseStrategy(Strategy):
     def _check(
         self, verify: list[int], source: list[int | None], computed: dict[int, Any], carried: Any
     ) -> None:
-        from .quality import mse
+        from ..quality import mse
 
         for j in verify:
             src = source[j]

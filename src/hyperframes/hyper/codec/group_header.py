@@ -46,8 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from ..choices import TIERS
-from ..errors import StoreCorrupt
+from ...choices import TIERS
+from ...errors import StoreCorrupt
 
 MAGIC = b"HFG\x01"
 _LEN = struct.Struct("<I")

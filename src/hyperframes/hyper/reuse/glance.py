@@ -19,7 +19,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .distance import peak_of
+from ..distance import peak_of
 
 WIDTH = 32
 """Cells across a thumbnail (the height follows the frame's aspect, at least 2)."""

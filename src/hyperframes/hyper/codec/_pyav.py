@@ -16,7 +16,7 @@ from typing import Any
 import av
 import numpy as np
 
-from ..errors import StoreCorrupt
+from ...errors import StoreCorrupt
 
 _CONTEXTS = threading.local()
 """Each thread's open coders, by kind."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ..errors import FrameError, StoreCorrupt
+from ...errors import FrameError, StoreCorrupt
 
 WEBP_MAX_SIDE = 16383
 

@@ -14,7 +14,7 @@ from concurrent.futures import Executor
 import numpy as np
 import zstandard as zstd
 
-from ..errors import StoreCorrupt
+from ...errors import StoreCorrupt
 from . import group_header
 from ._lossy import dequantise
 from ._pixels import as_uint, ungradient, unrct, webp_decode

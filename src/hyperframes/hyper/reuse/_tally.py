@@ -1,5 +1,5 @@
 """A weighted sample of how well shared answers agree with the function's own, and a
-one-sided lower bound on it (``hyper.target`` verifies shared answers at unequal rates and
+one-sided lower bound on it (``hyper.reuse.target`` verifies shared answers at unequal rates and
 weighs each sample to undo that bias).
 
 Example:

@@ -39,8 +39,8 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ..errors import FrameError
-from .distance import DistanceKind, check_finite, frame_mse, luma_proxy, peak_of
+from ...errors import FrameError
+from ..distance import DistanceKind, check_finite, frame_mse, luma_proxy, peak_of
 
 Rule = Literal["adjacent", "drift"]
 

@@ -50,7 +50,7 @@ from concurrent.futures import Executor
 import numpy as np
 import zstandard as zstd
 
-from ..errors import StoreCorrupt
+from ...errors import StoreCorrupt
 from . import group_header
 from ._decode import each_band
 from ._ffv1 import FFV1_FORMATS, Ffv1Planes, ffv1_format

@@ -2,16 +2,16 @@
 
 ``map(fn, reuse=ReuseTarget(0.95, agree="boxes"))``: the user says how often a frame's answer may
 differ from what ``fn`` would have said on that frame (agreement as ``agree`` scores it,
-see ``hyper.agree``); the stage computes as few frames as it can while its measured
+see ``hyper.reuse.agree``); the stage computes as few frames as it can while its measured
 agreement stays at the target. No per-clip tuning: it learns as the run goes.
 
 How frames are decided (on one thread, in input order; the frames chosen are computed
-on ``split`` threads of ``hyper._rows`` while the stage goes on):
+on ``split`` threads of ``hyper.reuse._rows`` while the stage goes on):
 
-1. **Look**: every frame gets a tiny thumbnail (``hyper.glance``, about 5 % of decoding).
+1. **Look**: every frame gets a tiny thumbnail (``hyper.reuse.glance``, about 5 % of decoding).
 2. **Plan**: a frame is to be computed when its answer's frame would be more than
    ``span`` frames back, or it moved more than ``reach`` from it (a cut).
-3. **Compute in waves** (``hyper._waves``): a batch's planned frames start computing as
+3. **Compute in waves** (``hyper.reuse._waves``): a batch's planned frames start computing as
    it comes in, and the stage takes the next batch; once every worker has a call (or
    ``GATHER`` batches a worker have come in) it waits for every wave, decides on their
    answers together, and starts the next wave: what refining asks for and the next
@@ -24,11 +24,11 @@ on ``split`` threads of ``hyper._rows`` while the stage goes on):
    away and back) is computed too, and the middle is computed where answers changed so
    often nearby that more of the frames between are guessed to differ than the target
    allows; a short stretch whose ends disagree a little is left as it is, within a share
-   of the error budget (``hyper._stretches``). A hyperframe cut forces nothing by itself.
+   of the error budget (``hyper.reuse._stretches``). A hyperframe cut forces nothing by itself.
 5. **Verify**: a random sample of the frames whose answers are settled (between computed
    frames, with nothing computing between) is computed, each scored against the answer
    it would have shared: a weighted, unbiased sample of how well shared answers agree
-   (rates set by ``hyper._tally``). Then a wrong one is refined around, like any
+   (rates set by ``hyper.reuse._tally``). Then a wrong one is refined around, like any
    disagreement.
 6. **Share**: a batch whose frames are all settled and sampled, with nothing computing,
    is handed on: each frame not computed takes the answer of the nearer (by thumbnail)
@@ -48,7 +48,7 @@ the measured agreement of the output and a one-sided 95 % lower bound (stretches
 unrefined, which are not sampled, count at their estimated errors).
 
 Longer than 300 lines: the plan, refining, sharing and the controller are one decision
-over the frames held (``hyper._held``); what stands alone has modules of its own.
+over the frames held (``hyper.reuse._held``); what stands alone has modules of its own.
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.figures import TargetFigures
-from ..engine.stage import Strategy
-from ..frames import Batch
+from ...engine.figures import TargetFigures
+from ...engine.stage import Strategy
+from ...frames import Batch
 from ._held import HeldFrames, copy_of
 from ._rows import RowComputer, assemble
 from ._stretches import Stretches, hidden
@@ -77,7 +77,7 @@ SPAN = 16
 """Frames one answer may serve at ``scale`` 1 (at least 1, at most :data:`MAX_SPAN`)."""
 MAX_SPAN = 512
 REACH = 0.5
-"""How far (:func:`~hyper.glance.change`) a frame may move from a computed one and still
+"""How far (:func:`~hyper.reuse.glance.change`) a frame may move from a computed one and still
 share its answer, at ``scale`` 1."""
 MARGIN = 0.6
 """The share of the error budget ``1 - target`` that shared answers aim to use."""
@@ -112,7 +112,7 @@ class TargetReuse(Strategy):
     Args:
         target: the agreement to keep, in (0, 1): 0.95 means the answers of the output
             agree with ``fn``'s own on 95 % of frames (on average, as ``agree`` scores).
-        agree: scores two answers in [0, 1] (``hyper.agree.agreement``).
+        agree: scores two answers in [0, 1] (``hyper.reuse.agree.agreement``).
         stage: the stage's name (threads, messages).
         split: calls of ``fn`` made at once on parts of a batch.
         frames_out: ``fn`` returns frames (stacked into an array), not per-frame values.
@@ -366,7 +366,7 @@ class TargetReuse(Strategy):
         tally's rate, raised by how far each moved from its answer's frame and by how many
         frames it lies from it (beyond ``SPAN``, up to :data:`FAR` times), never below the
         floor that the rate of wrong answers measured lately (:data:`MEMORY`) sets (see
-        ``hyper._tally``). Each keeps the answer it shares now, and what :func:`hidden`
+        ``hyper.reuse._tally``). Each keeps the answer it shares now, and what :func:`hidden`
         guesses of its stretch, for its score to test."""
         chosen: dict[int, Sample] = {}
         reach, rate, floor = self.reach, self._tally.rate(), self._lately.floor(self._budget)

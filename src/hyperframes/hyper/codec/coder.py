@@ -72,8 +72,9 @@ from typing import Literal
 
 import numpy as np
 
-from ..choices import INTRAS, TIERS, Intra, Tier, check_gop
-from ..errors import FrameError
+from ...choices import INTRAS, TIERS, Intra, Tier, check_gop
+from ...errors import FrameError
+from ..distance import check_finite, peak_of
 from . import group_header
 from ._decode import decode_group_rows, decode_rows, each_band
 from ._ffv1 import ffv1_format
@@ -82,7 +83,6 @@ from ._lossy import encode_lossy
 from ._pixels import WEBP_MAX_SIDE, rct
 from ._planes import decode_planar, encode_planar
 from ._x264 import X264_FORMATS, encode_x264_group
-from .distance import check_finite, peak_of
 
 Layout = Literal["auto", "independent", "base", "chain"]
 

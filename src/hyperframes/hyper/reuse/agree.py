@@ -172,7 +172,7 @@ class PsnrAtLeast:
         self._bound = 10 ** (-db / 10)
 
     def __call__(self, a: Any, b: Any) -> float:
-        from .distance import frame_mse
+        from ..distance import frame_mse
 
         x, y = np.asarray(a), np.asarray(b)
         if x.shape != y.shape or x.dtype != y.dtype:

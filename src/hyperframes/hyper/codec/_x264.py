@@ -25,7 +25,7 @@ from typing import Any
 import av
 import numpy as np
 
-from ..errors import StoreCorrupt
+from ...errors import StoreCorrupt
 from ._ffv1 import FFV1_FORMATS
 from ._pyav import coders, frame_of, planes_into
 from .group_header import Header, Record

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frames import Batch, FramePool
+from ...frames import Batch, FramePool
 
 
 class RowComputer:
