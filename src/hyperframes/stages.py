@@ -20,7 +20,8 @@ from .engine.window import HaloStream, WindowCall, check_window, halo_footprint
 from .frames import Batch, FrameSpec
 from .hyper.reuse.agree import agreement
 from .hyper.reuse.by_hyperframe import ReuseStrategy
-from .hyper.reuse.target import TargetReuse, held
+from .hyper.reuse.target import TargetReuse
+from .hyper.reuse.tuning import TUNING
 from .io.arrays import check_frame
 from .io.base import Footprint
 from .modes import Reuse, ReuseByHyperframe, ReuseTarget
@@ -84,7 +85,7 @@ def map_stages(
         targeted = partial(
             TargetReuse, reuse.target, compare, stage=label, split=split, frames_out=into is None
         )
-        kind = Decided(targeted, split, Footprint(label, held_batches=held(split)))
+        kind = Decided(targeted, split, Footprint(label, held_batches=TUNING.held(split)))
 
     stages.append(
         Stage(

@@ -11,7 +11,8 @@ import pytest
 from hyperframes import Pipeline
 from hyperframes.engine.figures import TargetFigures
 from hyperframes.hyper.reuse.agree import agreement
-from hyperframes.hyper.reuse.target import REACH, TargetReuse, held
+from hyperframes.hyper.reuse.target import TargetReuse
+from hyperframes.hyper.reuse.tuning import TUNING
 from hyperframes.modes import Retry, ReuseByHyperframe, ReuseTarget
 
 
@@ -154,12 +155,12 @@ def test_changes_hidden_between_agreeing_answers_are_guessed_and_the_guess_is_we
 
     ends = [0, 1, 2, 3, 4, 5, 6, 7, 8, 16, 40]
     changed = [1, 3, 4, 6, 7]  # answers changed at these computed frames
-    short, long = hidden(ends, changed, 8, 16), hidden(ends, changed, 16, 40)
+    short, long = hidden(ends, changed, 8, 16, near=16), hidden(ends, changed, 16, 40, near=16)
     assert 0.3 < short < long < 1
-    assert hidden(ends, [], 8, 16) == 0.0
-    assert hidden(ends, changed, 7, 8) == 0.0  # nothing between them
+    assert hidden(ends, [], 8, 16, near=16) == 0.0
+    assert hidden(ends, changed, 7, 8, near=16) == 0.0  # nothing between them
     far = [0, 100, 200, 300]
-    assert hidden(far, [100], 200, 300) == 0.0  # a change far away says nothing here
+    assert hidden(far, [100], 200, 300, near=16) == 0.0  # a change far away says nothing here
     stretches = Stretches()
     before = stretches.unseen(ends, changed, 8, 16)
     for _ in range(20):
@@ -173,25 +174,27 @@ def test_changes_hidden_between_agreeing_answers_are_guessed_and_the_guess_is_we
 
 def test_changes_seen_before_the_frames_were_handed_on_still_count_near_a_stretch():
     """The guess of hidden changes counts the computed frames already handed on (for
-    ``NEAR`` frames): it must not depend on where a batch ended (batches hold fewer
+    ``near`` frames): it must not depend on where a batch ended (batches hold fewer
     frames at 4K). Before, a stretch right after a flickering run was guessed clean as
     soon as the batches holding the flicker were handed on."""
-    from hyperframes.hyper.reuse._stretches import NEAR, Stretches, hidden
+    from hyperframes.hyper.reuse._stretches import Stretches, hidden
+
+    near = TUNING.near
 
     agree = agreement("equal")
     answers = {i: i // 2 % 2 for i in range(0, 10)} | {10: 0, 30: 0}  # flickers, then steady
     stretches = Stretches()
     ends, _, changed = stretches.compare(answers, agree, 0.9)
-    before = hidden(ends, changed, 10, 30)
+    before = hidden(ends, changed, 10, 30, near=near)
     assert before > 0.3
     stretches.forget(10, answers)  # frames 0..9 handed on; 10 stays held
     held = {e: a for e, a in answers.items() if e >= 9}
     ends, _, changed = stretches.compare(held, agree, 0.9)
-    assert hidden(ends, changed, 10, 30) == before
-    for step in range(1, 40):  # long after: what is remembered stays within NEAR
+    assert hidden(ends, changed, 10, 30, near=near) == before
+    for step in range(1, 40):  # long after: what is remembered stays within near
         start = 30 * step
         stretches.forget(start, {start - 20: 0, start - 1: 1, start: 0})
-    assert len(stretches._past) <= NEAR + 1
+    assert len(stretches._past) <= near + 1
 
 
 def test_a_flickering_start_is_not_paid_for_in_every_later_frame_of_a_long_run():
@@ -261,7 +264,7 @@ def test_a_pan_whose_answers_churn_is_not_computed_frame_by_frame_for_its_motion
     answers, figures = run_target(frames, fn, target=0.9, agree="boxes", batch_size=16, workers=2)
     score = agreement("boxes")
     assert np.mean([score(a, boxes(i)) for i, a in enumerate(answers)]) >= 0.9
-    assert figures["threshold"] >= REACH  # reach at its start, or more
+    assert figures["threshold"] >= TUNING.reach  # reach at its start, or more
     assert fn.calls <= 0.9 * n, fn.calls
 
 
@@ -434,7 +437,7 @@ def test_a_long_unchanging_run_neither_waits_nor_holds_more_than_it_declared(wor
     report = (
         Pipeline.from_frames(frames, batch_size=2)
         .map(fn, reuse=ReuseTarget(0.95), into="a", workers=workers, name="f")
-        .run(slot_timeout=20, slots=held(workers) + 2)  # what it declares, and no more
+        .run(slot_timeout=20, slots=TUNING.held(workers) + 2)  # what it declares, and no more
     )
     assert report.frames == 3000
     assert fn.calls < 0.1 * 3000

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import math
 
+from .tuning import TUNING, Tuning
+
 Z = 1.645
 """One-sided 95 % normal quantile for the lower bound."""
-RATE = 1 / 32
-"""The share of shared frames verified at first: more where frames moved more or answers
-were found wrong lately, less (down to an eighth) as agreeing samples add up."""
-PRIOR, PRIOR_WRONG = 4.0, 0.02
-"""Pseudo-samples before any is measured: 4 of which 2 % were wrong."""
 
 
 class Tally:
@@ -29,11 +26,13 @@ class Tally:
     Args:
         memory: frames over which a sample's weight fades to 1/e (:meth:`age`); by
             default none fades: the tally of a whole run.
+        tuning: its ``rate``, ``prior`` and ``prior_wrong``.
     """
 
-    def __init__(self, memory: float = math.inf) -> None:
+    def __init__(self, memory: float = math.inf, *, tuning: Tuning = TUNING) -> None:
         self.weight = self.weighted = self._weight_sq = 0.0
         self.memory = memory
+        self.tuning = tuning
         self._at = 0  # the position the samples were last aged to
 
     def age(self, at: int) -> None:
@@ -57,14 +56,15 @@ class Tally:
         return self.weighted / self.weight if self.weight > 0 else None
 
     def wrong(self) -> float:
-        """The share of wrong answers, with :data:`PRIOR` pseudo-samples of which
-        :data:`PRIOR_WRONG` were wrong."""
-        return (self.weight - self.weighted + PRIOR * PRIOR_WRONG) / (self.weight + PRIOR)
+        """The share of wrong answers, with the tuning's ``prior`` pseudo-samples of which
+        ``prior_wrong`` were wrong."""
+        prior, wrong = self.tuning.prior, self.tuning.prior_wrong
+        return (self.weight - self.weighted + prior * wrong) / (self.weight + prior)
 
     def rate(self) -> float:
-        """The share of shared frames to verify where nothing moved: :data:`RATE`, lowered
-        (down to an eighth) as agreeing samples add up."""
-        return RATE * max(0.125, math.sqrt(8 / max(8.0, self.weighted)))
+        """The share of shared frames to verify where nothing moved: the tuning's ``rate``,
+        lowered (down to an eighth) as agreeing samples add up."""
+        return self.tuning.rate * max(0.125, math.sqrt(8 / max(8.0, self.weighted)))
 
     def floor(self, budget: float) -> float:
         """The least share of shared frames to verify so that answers that go wrong even

@@ -1,9 +1,9 @@
 """Frames a stage with an accuracy target computes while it goes on taking batches.
 
-``hyper.reuse.target`` starts what each batch's arrival calls for as one *wave* (its planned
-frames, the frames refining asks for, the next verification samples) on the threads of
-``hyper.reuse._rows``, and waits for every wave at once when it decides again: what it decides
-depends on the answers only, never on which call ended first.
+``hyper.reuse.target`` starts what each batch's arrival calls for as one *wave* (its
+planned frames, the frames refining asks for, the next verification samples) on the
+threads of ``_rows``, and waits for every wave at once when the policy decides again:
+what it decides depends on the answers only, never on which call ended first.
 """
 
 from __future__ import annotations
@@ -12,16 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ...frames import Batch
-from ._held import HeldFrames
+from ._held import HeldBatches
 from ._rows import RowComputer
-
-
-class Sample(NamedTuple):
-    """A shared frame chosen for verification."""
-
-    weight: float  # in the estimate: the inverse of its odds of being chosen, times RATE
-    shared: Any  # the answer it would have shared
-    guess: float  # the share of its stretch that hidden() guessed wrong
+from .policy import Sample
 
 
 class Wave(NamedTuple):
@@ -39,11 +32,10 @@ class Waves:
 
     def __init__(self) -> None:
         self.started: list[Wave] = []
-        self.flying: set[int] = set()  # frames computing, by position
 
     def start(
         self,
-        held: HeldFrames,
+        held: HeldBatches,
         rows: RowComputer,
         compute: Callable[[Batch], Any],
         *,
@@ -56,24 +48,24 @@ class Waves:
         if frames:
             answers = held.start(frames, rows, compute)
             self.started.append(Wave(answers, frames, list(planned), samples))
-            self.flying.update(frames)
         return len(frames)
 
-    def wait(self) -> tuple[dict[int, Any], list[int], list[tuple[Sample, Any]]]:
+    def wait(self) -> tuple[dict[int, Any], list[int], list[int], list[tuple[Sample, Any]]]:
         """Wait for every wave started: the answers by position (the samples' too; a frame
-        that failed for good has none), the frames planned, and each sample computed with
-        its answer. Raises what the function raised."""
+        that failed for good has none), the frames computed, those planned, and each
+        sample computed with its answer. Raises what the function raised."""
         answers: dict[int, Any] = {}
+        frames: list[int] = []
         planned: list[int] = []
         samples: list[tuple[Sample, Any]] = []
         waves, self.started = self.started, []
         for wave in waves:
             got = wave.answers()
-            self.flying.difference_update(wave.frames)
+            frames += wave.frames
             answers.update(got)
             planned += wave.planned
             samples += [(s, got[i]) for i, s in wave.samples.items() if i in got]
-        return answers, planned, samples
+        return answers, frames, planned, samples
 
     def __bool__(self) -> bool:
         return bool(self.started)
