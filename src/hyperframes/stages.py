@@ -79,13 +79,14 @@ def map_stages(
             frames_out=into is None,
             agree=compare,
         )
-        kind = Decided(plain, split)
+        kind = Decided(plain, split, Footprint(label, scratch_batches=split))  # its rows
     elif isinstance(reuse, ReuseTarget):
         split, workers = workers, 1
         targeted = partial(
             TargetReuse, reuse.target, compare, stage=label, split=split, frames_out=into is None
         )
-        kind = Decided(targeted, split, Footprint(label, held_batches=TUNING.held(split)))
+        held = TUNING.held(split)
+        kind = Decided(targeted, split, Footprint(label, held_batches=held, scratch_batches=split))
 
     stages.append(
         Stage(

@@ -225,6 +225,60 @@ def test_every_planned_pool_is_made_before_the_first_frame_is_read(monkeypatch):
                                    large.nbytes * 2 * report.pool_slots])  # fmt: skip
 
 
+def test_scratch_is_planned_for_retries_isolation_and_reuse_rows():
+    plain = plan_run(P720, [Footprint("map", workers=2)], budget=GIB)
+    scratch = Footprint("map", workers=2, scratch_batches=4)
+    planned = plan_run(P720, [scratch], budget=GIB)
+    assert planned.scratch_of("map") is not None and planned.scratch_of("map").slots == 4
+    assert planned.pool_bytes - plain.pool_bytes == 4 * P720.nbytes * planned.batch_size
+    assert least_budget(P720, [scratch]) - least_budget(P720, [Footprint("map", workers=2)]) == (
+        4 * P720.nbytes
+    )
+    with pytest.raises(MemoryError, match="4 scratch slots"):
+        plan_run(K4, [scratch], budget=6 * K4.nbytes)
+
+
+def test_backups_rows_and_frames_tried_alone_come_from_the_plans_scratch(monkeypatch):
+    """No pool is made outside the plan while a run retries, isolates a failing frame and
+    shares answers: each takes slots of the stage's scratch pool, which the plan counted."""
+    import numpy as np
+
+    from hyperframes import Pipeline, Retry, ReuseTarget
+    from hyperframes.engine import stage_run
+    from hyperframes.hyper.reuse import _rows
+
+    made: list[str] = []
+    for module in (stage_run, _rows):
+        real = module.FramePool
+        monkeypatch.setattr(
+            module,
+            "FramePool",
+            lambda *a, _real=real, **k: made.append(k["name"]) or _real(*a, **k),
+        )
+    frames = np.arange(48, dtype=np.uint8).repeat(8 * 8 * 3).reshape(48, 8, 8, 3)
+
+    def flaky(batch):
+        if (batch[:, 0, 0, 0] == 5).any():
+            raise ValueError("frame 5 never works")
+        return batch
+
+    def labels(batch):
+        return [int(f[0, 0, 0]) // 16 for f in batch]
+
+    dead = (
+        Pipeline.from_frames(frames, batch_size=4)
+        .map(flaky, workers=2, faults=Retry(retries=1, backoff=0.0))
+        .run(allow_failures=1)
+    )
+    reused = (
+        Pipeline.from_frames(frames, batch_size=4)
+        .map(labels, workers=2, into="label", reuse=ReuseTarget(0.9))
+        .run()
+    )
+    assert dead.frames == 47 and len(dead.failures) == 1 and reused.frames == 48
+    assert made == []
+
+
 def test_a_pack_in_python_counts_the_store_and_fails_before_writing_anything(tmp_path):
     import numpy as np
 

@@ -30,16 +30,18 @@ def plan_for(
     batch_size: int | None,
     slots: int | None,
     memory: int | str | None,
+    isolating: bool = False,
 ) -> Plan:
     """The plan of a run of ``stages`` from ``source`` into ``sink`` (which gets frames of
     ``sink_spec``). Without ``memory`` the budget is the machine's default, or what the run
     needs at least where that is more (an explicit batch size or a grouping's ``max_len``
-    wins over the default), within half of the machine's memory.
+    wins over the default), within half of the machine's memory. ``isolating``: the run
+    tries failing batches frame by frame (``allow_failures``), which takes scratch slots.
 
     Raises:
         MemoryError: the budget cannot hold the run (see :func:`.plan.plan_run`).
     """
-    footprints = [stage.footprint() for stage in stages]
+    footprints = [stage.footprint(isolating=isolating) for stage in stages]
     facts: dict[str, Any] = {}
     for stage in stages:
         facts.update(stage.facts or {})

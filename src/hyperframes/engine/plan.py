@@ -61,6 +61,8 @@ class Plan:
         slots: slots of each pool.
         pools: every pool known before the run: the source's first, then one for each
             stage that declares other frames (by the stage's name).
+        scratch: the scratch pool of each stage that declares scratch batches (by the
+            stage's name): slots of the frames it gets.
         sink_bytes: what the sink may hold outside the pools.
         budget: the run's memory budget in bytes (pools and sink together).
         why: one line saying how the batch size was chosen.
@@ -72,17 +74,22 @@ class Plan:
     sink_bytes: int
     budget: int
     why: str
+    scratch: tuple[PoolPlan, ...] = ()
 
     @property
     def pool_bytes(self) -> int:
-        """The bytes of every pool planned."""
-        return sum(pool.nbytes for pool in self.pools)
+        """The bytes of every pool planned, scratch pools included."""
+        return sum(pool.nbytes for pool in (*self.pools, *self.scratch))
 
     @property
     def left(self) -> int:
         """What the budget has left for the pools of stages that did not declare their
         frames."""
         return self.budget - self.pool_bytes - self.sink_bytes
+
+    def scratch_of(self, name: str) -> PoolPlan | None:
+        """The scratch pool planned for stage ``name``, if it declared scratch batches."""
+        return next((pool for pool in self.scratch if pool.name == name), None)
 
     def pool_of(self, name: str) -> PoolPlan | None:
         """The pool planned for stage ``name``, if it declared other frames."""
@@ -130,6 +137,8 @@ def plan_run(
     pools = pool_specs(spec, [stage.spec for stage in stages], [stage.name for stage in stages])
     names = ["source", *(name for name, _ in pools)]
     frame = sum(s.nbytes for s in [spec, *(s for _, s in pools)])  # a frame in every pool
+    scratch = scratch_specs(spec, stages)
+    frame_scratch = sum(s.nbytes * slots_ for _, s, slots_ in scratch)  # a frame a slot
     workers = sum(stage.workers for stage in stages)
     if batch_size is not None:
         sizes = [check_batch_size(batch_size)]
@@ -142,15 +151,17 @@ def plan_run(
         why = f"the largest power of two with a slot under {mib(TARGET_SLOT_BYTES)}"
     for size in sizes:
         need = slots_needed(stages, size, workers=workers, length=length, slots=slots)
-        if frame * size * need + sink.least <= budget:
+        if (frame * need + frame_scratch) * size + sink.least <= budget:
             if size != sizes[0]:
                 why = f"the largest power of two whose {need} slots fit the budget"
             planned = tuple(
                 PoolPlan(name, s, size, need)
                 for name, s in zip(names, [spec, *(s for _, s in pools)], strict=True)
             )
-            left = budget - frame * size * need
-            return Plan(size, need, planned, min(left, max(sink.least, sink.wants)), budget, why)
+            extra = tuple(PoolPlan(name, s, size, n) for name, s, n in scratch)
+            left = budget - (frame * need + frame_scratch) * size
+            sink_bytes = min(left, max(sink.least, sink.wants))
+            return Plan(size, need, planned, sink_bytes, budget, why, extra)
     raise MemoryError(_too_small(spec, stages, pools, sink, budget, size, need, batch_size))
 
 
@@ -168,9 +179,10 @@ def least_budget(
     size = batch_size or 1
     pools = pool_specs(spec, [stage.spec for stage in stages])
     frame = sum(s.nbytes for s in [spec, *(s for _, s in pools)])
+    frame_scratch = sum(s.nbytes * n for _, s, n in scratch_specs(spec, stages))
     workers = sum(stage.workers for stage in stages)
     need = slots_needed(stages, size, workers=workers, length=length, slots=slots)
-    return frame * size * need + sink.least
+    return (frame * need + frame_scratch) * size + sink.least
 
 
 def slots_needed(
@@ -211,6 +223,19 @@ def pool_specs(
     return pools
 
 
+def scratch_specs(
+    source: FrameSpec, stages: Sequence[Footprint]
+) -> list[tuple[str, FrameSpec, int]]:
+    """``(stage name, the frames it gets, slots)`` of each stage that declares scratch
+    batches."""
+    out, current = [], source
+    for stage in stages:
+        if stage.scratch_batches:
+            out.append((stage.name, current, stage.scratch_batches))
+        current = stage.spec or current
+    return out
+
+
 def _too_small(
     spec: FrameSpec,
     stages: Sequence[Footprint],
@@ -222,11 +247,15 @@ def _too_small(
     batch_size: int | None,
 ) -> str:
     """The one line that says what the budget cannot hold, and what to do."""
-    total = sum(s.nbytes for s in [spec, *(s for _, s in pools)]) * size * need + sink.least
+    scratch = scratch_specs(spec, stages)
+    frame = sum(s.nbytes for s in [spec, *(s for _, s in pools)])
+    total = (frame * need + sum(s.nbytes * n for _, s, n in scratch)) * size + sink.least
     what = f"{need} slots of {size} frame{'s' if size > 1 else ''} of {spec.describe()}"
     if pools:
         what += f" (and {len(pools)} stage pool{'s' if len(pools) > 1 else ''} of "
         what += ", ".join(s.describe() for _, s in pools) + ")"
+    if scratch:
+        what += f", {sum(n for *_, n in scratch)} scratch slots (reuse rows, retry backups)"
     hold = sum(stage.held(size) for stage in stages)
     if hold:
         what += f", {hold} of them held back by ordered stages (a grouping's max_len, a window)"

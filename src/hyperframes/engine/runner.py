@@ -112,7 +112,7 @@ class Runner:
         try:
             self.plan = plan_for(
                 source, self.stages, sink, sink_spec=self._declared_spec(),
-                batch_size=batch_size, slots=slots, memory=memory,
+                batch_size=batch_size, slots=slots, memory=memory, isolating=allow_failures > 0,
             )  # fmt: skip
             self.slots = self.plan.slots
             self.memory = Pools(self.plan, self.executor)
@@ -147,7 +147,7 @@ class Runner:
         plan, pools = self.plan, self.memory
         self.runs = []
         for stage in self.stages:
-            planned = plan.pool_of(stage.name)
+            planned, scratch = plan.pool_of(stage.name), plan.scratch_of(stage.name)
             self.runs.append(
                 start_run(
                     stage,
@@ -156,6 +156,7 @@ class Runner:
                     allocate=pools.allocate,
                     stopped=self.stopped,
                     pool=None if planned is None else pools.make(planned),
+                    scratch=None if scratch is None else pools.make(scratch),
                 )
             )
         return pools.make(plan.pools[0])
@@ -175,7 +176,8 @@ class Runner:
             pool.cancel()
 
     def pools(self) -> list[FramePool]:
-        return [self.pool] + [r.out_pool for r in self.runs if r.out_pool is not None]
+        made = [p for r in self.runs for p in (r.out_pool, r.scratch) if p is not None]
+        return [self.pool, *made]
 
     # -- threads -------------------------------------------------------------------------
 

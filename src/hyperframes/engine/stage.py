@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StageError
-from ..frames import Batch, FrameSpec
+from ..frames import Batch, FramePool, FrameSpec
 from ..io.base import Footprint
 from .faults import Retry
 from .watch import StageQuality
@@ -86,9 +86,14 @@ class Strategy(_Optional, ABC):
     ``make()``; it may hold batches back, to decide them knowing the frames after, as its
     ``keeps`` declares.
 
-    Required: :meth:`run` and :meth:`finish`. Optional: :meth:`close`, :meth:`summary`,
-    :meth:`quality`. ``docs/stages.md`` has an example.
+    Required: :meth:`run` and :meth:`finish`. Optional: :meth:`use_scratch`,
+    :meth:`close`, :meth:`summary`, :meth:`quality`. ``docs/stages.md`` has an example.
     """
+
+    def use_scratch(self, pool: FramePool) -> None:
+        """Before the first batch: the pool of scratch slots the run's plan made for the
+        ``scratch_batches`` its ``keeps`` declares (shared with the stage's retry
+        backups), of the frames it gets. Ignored by default."""
 
     @abstractmethod
     def run(self, batch: Batch, compute: Callable[[Batch], Any]) -> list[tuple[Batch, Any]]:
@@ -195,12 +200,19 @@ class Stage:
         """Calls of ``fn`` made at once on parts of one batch (a strategy's; else 1)."""
         return self.kind.split if isinstance(self.kind, Decided) else 1
 
-    def footprint(self) -> Footprint:
+    def footprint(self, *, isolating: bool = False) -> Footprint:
         """What this stage takes of a run's memory, as data (see ``engine.plan``); a plain
-        stage that is ordered keeps the user's state across frames."""
+        stage that is ordered keeps the user's state across frames. Besides what its kind
+        keeps, a batch's backup for each call at once where it retries or the run isolates
+        failing frames (``isolating``), and a slot for the frame tried alone where it
+        isolates them."""
         held = None if self.kind is None else self.kind.keeps
         keeps = held or Footprint(self.name)
         stateful = keeps.stateful or (self.kind is None and self.ordered)
+        calls = self.workers * self.split
+        backups = calls if self.fn is not None and (self.faults is not None or isolating) else 0
+        scratch = keeps.scratch_batches + backups + (calls if backups and isolating else 0)
         return dataclasses.replace(
-            keeps, name=self.name, workers=self.workers, spec=self.spec, stateful=stateful
-        )
+            keeps, name=self.name, workers=self.workers, spec=self.spec, stateful=stateful,
+            scratch_batches=scratch,
+        )  # fmt: skip

@@ -4,13 +4,18 @@ A :class:`~hyperframes.engine.stage.Stage` is a frozen description; :func:`start
 makes a :class:`StageRun` for one run, which the runner owns and drops at the end. It
 holds the stream or strategy of that run, the function as the run's executor runs it,
 and the stage's output pool: the one the run's plan made where the stage declares its
-frames, else one made when a result of another shape needs it.
+frames, else one made when a result of another shape needs it; and its scratch pool, for
+the backups of retried batches and the frames of a failing batch tried one by one.
+
+Longer than 300 lines: the three kinds of run are one class and two small subclasses
+that share the call (retries, backups, fallback) and the landing of its results.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -42,8 +47,10 @@ class StageRun:
         allocate: Callable[[int, str], Any],
         stopped: threading.Event,
         pool: FramePool | None = None,
+        scratch: FramePool | None = None,
     ) -> None:
         self.stage = stage
+        self.scratch = scratch  # planned: retry backups and frames tried alone
         self.stopped = stopped
         self.name = stage.name
         self.into = stage.into
@@ -85,13 +92,30 @@ class StageRun:
         if policy is None and not dead.isolating:
             return self._call(batch)
         policy = policy or Retry(retries=0)
-        backup = batch.frames.copy()
+        with self._scratch_for(batch.pool.spec, batch.count) as (pool, slot):
+            backup = pool.view(slot)[: batch.count]
+            np.copyto(backup, batch.frames)
+            try:
+                return self._call_with_retries(batch, backup, policy)
+            except Exception:
+                if not dead.isolating:
+                    raise
+            return self._per_frame(batch, backup, policy, dead)
+
+    @contextlib.contextmanager
+    def _scratch_for(self, spec: FrameSpec, count: int) -> Iterator[tuple[FramePool, int]]:
+        """A slot for ``count`` frames of ``spec`` while it is needed: one of the plan's
+        scratch pool (declared in the stage's footprint), or of a pool of its own where the
+        frames are not those the plan foresaw (a stage before it that did not declare its
+        frames) or no plan made one (a run started by hand)."""
+        pool = self.scratch
+        if pool is None or pool.spec != spec or count > pool.batch_size:
+            pool = FramePool(spec, batch_size=count, slots=1, name="backup")
+        slot = pool.acquire(holder=self.name)
         try:
-            return self._call_with_retries(batch, backup, policy)
-        except Exception:
-            if not dead.isolating:
-                raise
-        return self._per_frame(batch, backup, policy, dead)
+            yield pool, slot
+        finally:
+            pool.release(slot)
 
     def _call(self, batch: Batch) -> Any:
         if self._run_fn is None:
@@ -115,13 +139,15 @@ class StageRun:
         kept: list[int] = []
         parts: list[Any] = []
         for j in range(batch.count):
-            single = _single(batch, j, backup)
-            try:
-                part = self._call_with_retries(single, single.frames.copy(), policy)
-            except Exception as exc:
-                exc.add_note(f"in stage {self.name!r}, frame {int(batch.index[j])} alone")
-                dead.add(self.name, int(batch.index[j]), exc)
-                continue
+            with self._scratch_for(batch.pool.spec, 1) as (pool, slot):
+                pool.view(slot)[0] = backup[j]
+                single = batch.one(j, pool, slot)
+                try:
+                    part = self._call_with_retries(single, backup[j : j + 1], policy)
+                except Exception as exc:
+                    exc.add_note(f"in stage {self.name!r}, frame {int(batch.index[j])} alone")
+                    dead.add(self.name, int(batch.index[j]), exc)
+                    continue
             kept.append(j)
             parts.append(part)
         np.copyto(batch.frames, backup)
@@ -208,6 +234,8 @@ class StrategyRun(StageRun):
     def __init__(self, stage: Stage, strategy: Strategy, **kwargs: Any) -> None:
         super().__init__(stage, **kwargs)
         self.part = self.strategy = strategy
+        if self.scratch is not None:
+            strategy.use_scratch(self.scratch)
 
     def apply(self, batch: Batch, *, slots: int, dead: DeadLetters) -> list[Batch]:
         decided = self.strategy.run(batch, lambda b: self._compute(b, dead))
@@ -226,6 +254,7 @@ def start_run(
     allocate: Callable[[int, str], Any] | None = None,
     stopped: threading.Event | None = None,
     pool: FramePool | None = None,
+    scratch: FramePool | None = None,
 ) -> StageRun:
     """``stage``'s fresh state for one run under ``executor``, of its kind: its stream made
     for ``batch_size``, its strategy, or the plain run. ``pool``: the output pool the plan
@@ -235,7 +264,8 @@ def start_run(
     fn = stage.fn and executor.remote(
         stage.fn, stage=stage.name, workers=stage.workers * stage.split
     )
-    common: dict[str, Any] = {"run_fn": fn, "stopped": stopped or threading.Event(), "pool": pool}
+    common: dict[str, Any] = {"run_fn": fn, "stopped": stopped or threading.Event(), "pool": pool,
+                              "scratch": scratch}  # fmt: skip
     common["allocate"] = allocate or (lambda nbytes, what: executor.allocate(nbytes))
     match stage.kind:
         case Streamed(make=make):
@@ -255,14 +285,6 @@ def _made(stage: Stage, part: Any, kind: type[Any]) -> Any:
             f"hyperframes.{kind.__name__}; subclass {kind.__name__} (docs/stages.md)"
         )
     return part
-
-
-def _single(batch: Batch, j: int, backup: np.ndarray) -> Batch:
-    """Frame ``j`` of ``batch`` as a batch of its own (in a one-slot pool of its own)."""
-    pool = FramePool(batch.pool.spec, batch_size=1, slots=1, name="fallback")
-    slot = pool.acquire(holder="fallback")
-    pool.view(slot)[0] = backup[j]
-    return batch.one(j, pool, slot)
 
 
 def _as_list(result: Any, count: int, stage: StageRun, batch: Batch) -> list[Any]:

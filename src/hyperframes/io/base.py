@@ -183,6 +183,9 @@ class Footprint:
         held_batches: batches it holds back besides, whatever their size.
         halo: frames before and after each frame that the stage reads (a window).
         stateful: it keeps state across frames, so part of the input cannot be run alone.
+        scratch_batches: batches of the frames it gets that it copies outside its pools
+            at once (a reuse strategy's rows, a retry's backup of a batch, a failing
+            batch's frames tried one by one): a pool of that many slots the plan makes.
         least: bytes outside the pools without which it cannot run (a sink's buffers).
         wants: bytes outside the pools it can use well (at least ``least``).
     """
@@ -194,6 +197,7 @@ class Footprint:
     held_batches: int = 0
     halo: tuple[int, int] = (0, 0)
     stateful: bool = False
+    scratch_batches: int = 0
     least: int = 0
     wants: int = 0
 

@@ -35,9 +35,10 @@ class HeldBatches:
     def compute(
         self, frames: list[int], rows: RowComputer, compute: Callable[[Batch], Any]
     ) -> dict[int, Any]:
-        """Compute ``frames`` (positions) of the batches held, all at once, in line: their
-        answers by position (a frame that failed for good has none)."""
-        return self.start(frames, rows, compute, inline=True)()
+        """Compute ``frames`` (positions) of the batches held, all at once, and wait: their
+        answers by position (a frame that failed for good has none). On the threads, not
+        in line: waves may be computing, and the scratch slots are one a thread."""
+        return self.start(frames, rows, compute)()
 
     def start(
         self,

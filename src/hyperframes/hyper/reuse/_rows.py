@@ -29,7 +29,13 @@ class RowComputer:
         self.stage = stage
         self.split = split
         self._scratch: FramePool | None = None
+        self._given: FramePool | None = None
         self._threads: ThreadPoolExecutor | None = None
+
+    def use(self, pool: FramePool) -> None:
+        """Copy rows into slots of ``pool`` (the scratch the run's plan made for the
+        stage), where its frames are those the batches hold."""
+        self._given = pool
 
     def compute(
         self, batch: Batch, rows: list[int], compute: Callable[[Batch], Any]
@@ -60,10 +66,14 @@ class RowComputer:
         if not items:
             return lambda: [{} for _ in parts]
         if self._scratch is None:
-            pool = parts[0][0].pool
-            self._scratch = FramePool(
-                pool.spec, batch_size=pool.batch_size, slots=self.split, name="reuse"
-            )
+            pool, given = parts[0][0].pool, self._given
+            fits = given is not None and given.spec == pool.spec
+            if fits and given is not None and given.batch_size >= pool.batch_size:
+                self._scratch = given
+            else:  # frames the plan did not foresee
+                self._scratch = FramePool(
+                    pool.spec, batch_size=pool.batch_size, slots=self.split, name="reuse"
+                )
         size = min(-(-len(items) // self.split), self._scratch.batch_size)
         chunks = [items[k : k + size] for k in range(0, len(items), size)]
         if inline and len(chunks) == 1:

@@ -35,7 +35,7 @@ from ...engine.figures import BoundFigures
 from ...engine.stage import Strategy
 from ...engine.watch import StageQuality
 from ...errors import StageError
-from ...frames import Batch
+from ...frames import Batch, FramePool
 from ._rows import RowComputer, assemble
 from .agree import Agreement, equal
 
@@ -204,6 +204,10 @@ class ReuseStrategy(Strategy):
             self._base_result = _copy(computed[base_row])
             self._base_id = int(batch.index[base_row])
         return [(batch, assemble(batch, values, frames_out=self.frames_out, origins=origins))]
+
+    def use_scratch(self, pool: FramePool) -> None:
+        """The rows computed are copied into ``pool``'s slots (the run's plan made it)."""
+        self.rows.use(pool)
 
     def close(self) -> None:
         """Stop the threads that compute chunks (called at the end of a run)."""

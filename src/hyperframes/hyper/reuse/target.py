@@ -58,7 +58,7 @@ from typing import Any
 
 from ...engine.figures import TargetFigures
 from ...engine.stage import Strategy
-from ...frames import Batch
+from ...frames import Batch, FramePool
 from ._held import HeldBatches, copy_of
 from ._rows import RowComputer, assemble
 from ._waves import Sample, Waves
@@ -183,6 +183,10 @@ class TargetReuse(Strategy):
         policy.forget()
         _, batch = self._held.hand_on(policy.answers)
         return batch, assemble(batch, values, frames_out=self.frames_out, origins=origins)
+
+    def use_scratch(self, pool: FramePool) -> None:
+        """The rows computed are copied into ``pool``'s slots (the run's plan made it)."""
+        self.rows.use(pool)
 
     # -- figures --------------------------------------------------------------------------
 
