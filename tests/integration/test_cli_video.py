@@ -228,15 +228,11 @@ def yuv_clip(tmp_path):
 
 
 def test_yuv_transcode_skips_colour_conversion_and_matches_the_rgb_path(tmp_path, yuv_clip, capsys):
-    from hyperframes.cli.video import planar_path
+    from hyperframes.cli.video import TranscodeJob, planar_path
     from hyperframes.io.probe import probe
 
-    args = type(
-        "A",
-        (),
-        {"size": (48, 32), "pix_fmt": None, "codec": "libx264", "rotation": None, "map": None},
-    )()
-    assert planar_path(args, probe(yuv_clip))
+    job = TranscodeJob(str(yuv_clip), "out.mp4", size=(48, 32))
+    assert planar_path(job, probe(yuv_clip))
     fast, slow = tmp_path / "fast.mp4", tmp_path / "slow.mp4"
     run_json(capsys, "transcode", str(yuv_clip), str(fast), "--size", "48x32", "--crf", "0")
     run_json(

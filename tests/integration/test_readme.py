@@ -5,7 +5,8 @@ The blocks run in order in one fresh interpreter, in a folder where ``long.mp4``
 ``film.mkv`` and ``music.m4a`` a film with sound, subtitles and chapters; a block
 that starts with ``# name.py`` is written to that file instead. Each ``hyperframes ...``
 line runs as a command there, in order; ``view`` serves until stopped, so it is stopped
-with Ctrl-C once it says where it serves. The ``make`` lines are what CI itself runs.
+with Ctrl-C once it says where it serves; ``bench`` and ``tune``, which take their time on
+purpose, run in the slow run. The ``make`` lines are what CI itself runs.
 """
 
 from __future__ import annotations
@@ -71,8 +72,28 @@ def test_every_python_block_runs(folder):
     assert (folder / "out.mp4").stat().st_size > 0 and (folder / "long.hfs").is_dir()
 
 
+LONG = ("bench", "tune")
+"""Commands that take their time on purpose (they run benchmarks, trials): the slow run's."""
+
+
 def test_every_command_line_runs(folder):
-    for line in command_lines():
+    run_lines(folder, [line for line in command_lines() if line.split()[1] not in LONG])
+    assert (folder / "render.mp4").is_file() and (folder / "back.mkv").is_file()
+    assert (folder / "f.png").is_file() and (folder / "small.hfs").is_dir()
+    for name in ("part.mp4", "film.webm", "scored.mp4"):
+        with av.open(str(folder / name)) as container:
+            assert container.streams.audio, f"{name} lost its sound"
+
+
+@pytest.mark.slow
+def test_the_long_command_lines_run(folder):
+    lines = [line for line in command_lines() if line.split()[1] in LONG]
+    assert len(lines) == len(LONG)
+    run_lines(folder, lines)
+
+
+def run_lines(folder: Path, lines: list[str]) -> None:
+    for line in lines:
         argv = [sys.executable, "-m", "hyperframes", *shlex.split(line)[1:]]
         if argv[3] == "view":
             check_view(argv, folder)
@@ -83,11 +104,6 @@ def test_every_command_line_runs(folder):
         )  # fmt: skip
         allowed = (0, 3) if argv[3] == "bench" else (0,)  # 3: ran, a target not held
         assert done.returncode in allowed, f"{line}: {done.stderr[-2000:]}"
-    assert (folder / "render.mp4").is_file() and (folder / "back.mkv").is_file()
-    assert (folder / "f.png").is_file() and (folder / "small.hfs").is_dir()
-    for name in ("part.mp4", "film.webm", "scored.mp4"):
-        with av.open(str(folder / name)) as container:
-            assert container.streams.audio, f"{name} lost its sound"
 
 
 def check_view(argv: list[str], folder: Path) -> None:

@@ -35,7 +35,9 @@ def test_ffmpeg_colour_is_pyav_rgb_exactly(synthetic_mp4: Path, fmt: str) -> Non
     np.testing.assert_array_equal(got, expected)
 
 
-@pytest.mark.parametrize("name", ["bigbuckbunny.mp4", "bikes.mp4"])
+@pytest.mark.parametrize(
+    "name", [pytest.param("bigbuckbunny.mp4", marks=pytest.mark.slow), "bikes.mp4"]
+)  # the larger clip (15 s) in the slow run
 def test_ffmpeg_colour_is_pyav_rgb_exactly_on_real_clips(
     clip_path: Callable[[str], Path], name: str
 ) -> None:

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         found.append(result)
         return report
 
-    report, written = observed(args, "analyze", start)
+    report, written = observed(args.observe, "analyze", start)
     result = found[0]
     modes = []
     if args.samples and frames != "rgb24":

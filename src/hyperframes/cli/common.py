@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from .. import RunReport
     from ..metrics.progress import ProgressBar
+    from .options import Observe
 
 
 class UsageError(ValueError):
@@ -236,10 +237,10 @@ def batch_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def progress_for(args: argparse.Namespace, label: str) -> ProgressBar:
+def progress_for(observe: Observe, label: str) -> ProgressBar:
     from ..metrics.progress import ProgressBar
 
-    return ProgressBar(label=label, enabled=False if args.json else None)
+    return ProgressBar(label=label, enabled=False if observe.json else None)
 
 
 _REPORT_STREAM: list[TextIO] = []
@@ -287,9 +288,9 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, default=str), file=out, flush=True)
 
 
-def emit_report(args: argparse.Namespace, report: RunReport, /, **extra: Any) -> None:
+def emit_report(observe: Observe, report: RunReport, /, **extra: Any) -> None:
     """Print the run report: JSON on stdout with ``--json``, else the table."""
-    if args.json:
+    if observe.json:
         data = report.to_dict()
         data.update(extra)
         print_json(data)

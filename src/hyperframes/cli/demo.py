@@ -9,6 +9,7 @@ the source. ``--synthetic`` runs the engine on generated frames instead, with no
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import importlib.util
 import shutil
@@ -20,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import MediaError
 from .common import emit_report, positive_int, print_json, progress_for
 from .observe import add_long_options, workers_of
-from .options import parse_groups
+from .options import Encoding
 from .scale import executor_for
-from .video import transcode
+from .video import TranscodeJob, transcode
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,14 +62,11 @@ def run(args: argparse.Namespace) -> int:
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     if not args.json:
         print(f"1. transcode {clip.name} x {args.loop} -> {args.output}")
-    job = argparse.Namespace(**{
-        **vars(args), "input": str(clip), "output": args.output, "codec": "libx264",
-        "crf": 23, "preset": "ultrafast", "pix_fmt": None, "overwrite": True,
-        "size": (640, 360), "start": 0, "stop": None, "on_corrupt": "fail", "rotation": None,
-        "every": 1, "audio": "keep", "audio_codec": None, "subtitles": "keep", "map": None,
-        "chunks": None,
-    })  # fmt: skip
-    parse_groups(job)  # its own --overwrite
+    job = TranscodeJob(
+        str(clip), args.output, Encoding(crf=23, preset="ultrafast", overwrite=True),
+        dataclasses.replace(args.observe, overwrite=True), args.scale, size=(640, 360),
+        loop=args.loop, batch_size=args.batch_size,
+    )  # fmt: skip
     report, _ = transcode(job)
     if not args.json:
         print(report)
@@ -96,7 +94,7 @@ def pack_and_read(
         Pipeline.from_source(VideoSource(clip), batch_size=16)
         .group()
         .to(StoreSink(store_path))
-        .run(progress=progress_for(args, "pack"), executor=executor_for(args.scale))
+        .run(progress=progress_for(args.observe, "pack"), executor=executor_for(args.scale))
     )
     summary = report.output
     reference = Pipeline.from_source(VideoSource(clip), batch_size=16).collect()
@@ -157,16 +155,16 @@ def run_synthetic(args: argparse.Namespace) -> int:
             functools.partial(render_frame, height=height, width=width),
             count=args.frames,
             spec=FrameSpec((height, width, 3), np.uint8),
-            workers=workers_of(args),
+            workers=workers_of(args.scale),
             batch_size=args.batch_size or 32,
         )
-        .map(np.bitwise_not, workers=workers_of(args), name="map:invert")
+        .map(np.bitwise_not, workers=workers_of(args.scale), name="map:invert")
         .for_each(total, batched=True)
     )
-    bar = progress_for(args, "demo")
+    bar = progress_for(args.observe, "demo")
     try:
         report = pipeline.run(progress=bar, memory=args.memory, executor=executor_for(args.scale))
     finally:
         bar.finish()
-    emit_report(args, report, checksum=checksum)
+    emit_report(args.observe, report, checksum=checksum)
     return 0

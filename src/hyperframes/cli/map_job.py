@@ -66,7 +66,7 @@ def run_map(args: argparse.Namespace) -> int:
     reuse = reuse_of(args)
     format_of(args.out)  # a suffix we write, before any work
     fn = load(args.function)
-    build = functools.partial(answers_stage, fn=fn, workers=workers_of(args), reuse=reuse)
+    build = functools.partial(answers_stage, fn=fn, workers=workers_of(args.scale), reuse=reuse)
     if args.chunks is not None:
         return _run_chunked(args, fn, build)
     job = {
@@ -88,13 +88,13 @@ def run_map(args: argparse.Namespace) -> int:
     ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
     pipeline = build(Pipeline.from_source(source, batch_size=args.batch_size)).to(sink)
     report, written = observed(
-        args, "map", lambda bar, watch: pipeline.run(
+        args.observe, "map", lambda bar, watch: pipeline.run(
             progress=bar, monitor=watch, memory=args.memory, executor=executor
         ),
     )  # fmt: skip
     if args.resume and args.reuse_target is not None and source.start > args.start:
         report.extra.setdefault("sink", {})["resumed_from"] = source.start  # see the README
-    emit_report(args, report, **written)
+    emit_report(args.observe, report, **written)
     return 0
 
 
@@ -154,12 +154,12 @@ def _run_chunked(args: argparse.Namespace, fn: Any, build: Any) -> int:
     executor = ray_for_chunks(args.scale)
     ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
     report, written = observed(
-        args, "map", lambda bar, watch: run_chunked(
+        args.observe, "map", lambda bar, watch: run_chunked(
             args.input, args.out, build, start=args.start, stop=args.stop,
             source_options={"size": args.size}, executor=executor,
             segments=args.chunks or None, batch_size=args.batch_size, memory=args.memory,
             overwrite=args.overwrite, progress=bar, monitor=watch,
         ),
     )  # fmt: skip
-    emit_report(args, report, **written)
+    emit_report(args.observe, report, **written)
     return 0

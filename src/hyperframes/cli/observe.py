@@ -121,9 +121,8 @@ WORKERS = 2
 ``--chunks`` can refuse a ``--workers`` it would ignore)."""
 
 
-def workers_of(args: argparse.Namespace) -> int:
+def workers_of(scale: Scale) -> int:
     """``--workers``, or :data:`WORKERS` when it was not given."""
-    scale: Scale = args.scale
     return int(scale.workers or WORKERS)
 
 
@@ -144,23 +143,23 @@ def add_long_options(
 
 
 def observed_run(
-    args: argparse.Namespace, pipeline: Pipeline, label: str, *, memory: int | None = None
+    observe: Observe, scale: Scale, pipeline: Pipeline, label: str, *, memory: int | None = None
 ) -> tuple[RunReport, dict[str, Any]]:
     """Run ``pipeline`` under ``--executor`` with the progress bar and every monitor the
     options ask for (``--metrics-port``, ``--report``, ``--plot-dir``, ``--view``); returns
     the report and what was written where. ``memory`` is the pools' budget when the
     command divides ``--memory`` itself (``pack``)."""
-    budget = memory if memory is not None else args.scale.memory
-    executor = executor_for(args.scale)
+    budget = memory if memory is not None else scale.memory
+    executor = executor_for(scale)
 
     def run(bar: Any, watch: Monitor | None) -> RunReport:
         return pipeline.run(progress=bar, monitor=watch, memory=budget, executor=executor)
 
-    return observed(args, label, run)
+    return observed(observe, label, run)
 
 
 def observed(
-    args: argparse.Namespace,
+    observe: Observe,
     label: str,
     run: Callable[[Any, Monitor | None], RunReport],
 ) -> tuple[RunReport, dict[str, Any]]:
@@ -169,15 +168,14 @@ def observed(
     report and what was written where."""
     from .view import live_monitor_for
 
-    options: Observe = args.observe
-    observe = monitors_for(options)
-    live = live_monitor_for(options)
-    parts = [m for m in (observe, live) if m is not None]
-    bar = progress_for(args, label)
+    monitor = monitors_for(observe)
+    live = live_monitor_for(observe)
+    parts = [m for m in (monitor, live) if m is not None]
+    bar = progress_for(observe, label)
     try:
         report = run(bar, Monitors(parts) if parts else None)
     finally:
         bar.finish()
         if live is not None:
             live.close()
-    return report, finish_observe(options, observe, report)
+    return report, finish_observe(observe, monitor, report)

@@ -1,9 +1,10 @@
-"""The option groups every long command shares, each parsed once into a frozen record.
+"""The option groups the commands share, each parsed once into a frozen record.
 
-``main`` reads the namespace once (:func:`parse_groups`) and sets ``args.observe`` and
-``args.scale``; the helpers that watch a run or choose where it runs take these records,
-never the namespace, so none of them asks whether a command has an option. A command
-without an option (``demo`` has no ``--report``) gets the field's default.
+``main`` reads the namespace once (:func:`parse_groups`) and sets ``args.observe``,
+``args.scale`` and ``args.encoding``; the helpers that watch a run, choose where it runs
+or encode take these records, never the namespace, so none of them asks whether a command
+has an option. A command without an option (``demo`` has no ``--report``) gets the
+field's default.
 """
 
 from __future__ import annotations
@@ -45,7 +46,24 @@ class Scale:
     memory: int | None = None
 
 
-Group = TypeVar("Group", Observe, Scale)
+@dataclass(frozen=True)
+class Encoding:
+    """How the output video is encoded: ``--codec``, ``--crf``, ``--preset``, ``--pix-fmt``,
+    and ``--overwrite`` for the file."""
+
+    codec: str = "libx264"
+    crf: int | None = None
+    preset: str | None = None
+    pix_fmt: str | None = None
+    overwrite: bool = False
+
+    def options(self, **extra: Any) -> dict[str, Any]:
+        """The :class:`~hyperframes.VideoSink` options these ask for, with ``extra``."""
+        chosen = {"codec": self.codec, "crf": self.crf, "preset": self.preset}
+        return chosen | {"pix_fmt": self.pix_fmt} | extra
+
+
+Group = TypeVar("Group", Observe, Scale, Encoding)
 
 
 def group_of(kind: type[Group], args: argparse.Namespace) -> Group:
@@ -57,6 +75,8 @@ def group_of(kind: type[Group], args: argparse.Namespace) -> Group:
 
 
 def parse_groups(args: argparse.Namespace) -> None:
-    """Set ``args.observe`` and ``args.scale``, once, before the command runs."""
+    """Set ``args.observe``, ``args.scale`` and ``args.encoding``, once, before the command
+    runs."""
     args.observe = group_of(Observe, args)
     args.scale = group_of(Scale, args)
+    args.encoding = group_of(Encoding, args)

@@ -13,7 +13,7 @@ from .common import UsageError, emit_report, frame_size, positive_float, positiv
 from .observe import add_long_options, observed, workers_of
 from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
 from .streams import carry_of, streams_report
-from .video import add_encoder_options, encoder_options, sink_for
+from .video import add_encoder_options
 
 if TYPE_CHECKING:
     from .. import RunReport
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from .. import FrameSpec, Pipeline
+    from .. import FrameSpec, Pipeline, VideoSink
     from ..chunked import LOCAL_SEGMENT_FRAMES
     from ..models import load
 
@@ -60,7 +60,7 @@ def run_render(args: argparse.Namespace) -> int:
     args.carry = soundtrack(args)
     if args.chunks is not None:
         report, written = render_chunked_from(args, fn)
-        emit_report(args, report, **written)
+        emit_report(args.observe, report, **written)
         return 0
     if args.resume and args.executor == "ray":
         raise UsageError(
@@ -70,27 +70,31 @@ def run_render(args: argparse.Namespace) -> int:
     executor = executor_for(args.scale)
     if isinstance(executor, str) and (args.resume or args.frames >= 2 * LOCAL_SEGMENT_FRAMES):
         report, written = render_here(args, fn, executor)
-        emit_report(args, report, **written)
+        emit_report(args.observe, report, **written)
         return 0
     width, height = args.size
-    sink = sink_for(args, fps=args.fps, carry=args.carry)
+    sink = VideoSink(
+        args.output,
+        overwrite=args.overwrite,
+        **args.encoding.options(fps=args.fps, carry=args.carry),
+    )
     pipeline = Pipeline.from_generator(
         fn,
         count=args.frames,
         spec=FrameSpec((height, width, 3)),
-        workers=workers_of(args),
+        workers=workers_of(args.scale),
         batch_size=args.batch_size,
     )
     ship_module_of(fn, executor)
     report, written = observed(
-        args,
+        args.observe,
         "render",
         lambda bar, watch: pipeline.to(sink).run(
             progress=bar, monitor=watch, memory=args.memory, executor=executor
         ),
     )
     streams_report(report)
-    emit_report(args, report, **written)
+    emit_report(args.observe, report, **written)
     return 0
 
 
@@ -121,12 +125,12 @@ def render_here(args: argparse.Namespace, fn: Any, executor: str) -> tuple[RunRe
     def run(bar: Any, watch: Any) -> RunReport:
         return render_chunked(
             fn, args.output, count=args.frames, size=args.size, fps=args.fps,
-            executor=executor, workers=workers_of(args), resume=args.resume,
+            executor=executor, workers=workers_of(args.scale), resume=args.resume,
             batch_size=args.batch_size, memory=args.memory, overwrite=args.overwrite,
-            progress=bar, monitor=watch, carry=args.carry, **encoder_options(args),
+            progress=bar, monitor=watch, carry=args.carry, **args.encoding.options(),
         )  # fmt: skip
 
-    report, written = observed(args, "render", run)
+    report, written = observed(args.observe, "render", run)
     return streams_report(report), written
 
 
@@ -142,8 +146,8 @@ def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, d
             fn, args.output, count=args.frames, size=args.size, fps=args.fps,
             executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
             memory=args.memory, overwrite=args.overwrite, progress=bar, monitor=watch,
-            carry=args.carry, **encoder_options(args),
+            carry=args.carry, **args.encoding.options(),
         )  # fmt: skip
 
-    report, written = observed(args, "render", run)
+    report, written = observed(args.observe, "render", run)
     return streams_report(report), written

@@ -125,7 +125,7 @@ def run_pack(args: argparse.Namespace) -> int:
     asked = _first(args.max_len, packed.get("max_len"), None)
     plan = plan_pack(
         whole.spec, budget, min_len=min_len, batch_size=args.batch_size, max_len=asked,
-        workers=workers_of(args),
+        workers=workers_of(args.scale),
     )  # fmt: skip
     longest = plan.max_len
     if args.intra == "x264" and asked is None:
@@ -144,7 +144,7 @@ def run_pack(args: argparse.Namespace) -> int:
     source = VideoSource(args.input, start=start, size=args.size, pix_fmt=pix_fmt)
     sink = StoreSink(  # records the grouping the .group() stage below uses
         args.store, tier=tier, psnr=args.psnr, intra=args.intra, gop=args.gop,
-        workers=workers_of(args),
+        workers=workers_of(args.scale),
         resume=args.resume, overwrite=args.overwrite,
     )  # fmt: skip
     pipeline = (
@@ -152,7 +152,8 @@ def run_pack(args: argparse.Namespace) -> int:
         .group(threshold=options.threshold, min_len=options.min_len, max_len=options.max_len)
         .to(sink)
     )
-    report, _ = observed_run(args, pipeline, "pack", memory=budget)  # max_len fits it
+    # the budget max_len fits
+    report, _ = observed_run(args.observe, args.scale, pipeline, "pack", memory=budget)
     if whole.info.get("other_streams"):
         print(
             f"hyperframes: warning: a store keeps the frames only, so unpack cannot give back "
@@ -262,7 +263,7 @@ def run_unpack(args: argparse.Namespace) -> int:
         else:
             sink = ImageSequenceSink(out, overwrite=args.overwrite)
         pipeline = Pipeline.from_source(source, batch_size=args.batch_size).to(sink)
-        report, written = observed_run(args, pipeline, "unpack")
+        report, written = observed_run(args.observe, args.scale, pipeline, "unpack")
     finally:
         source.close()
     data = {"output": str(out), "frames": report.frames, "fps": round(report.fps, 3), **written}

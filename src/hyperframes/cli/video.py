@@ -7,10 +7,13 @@ imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import (
+    Seconds,
     UsageError,
     add_function_options,
     emit_report,
@@ -21,6 +24,7 @@ from .common import (
     reuse_of,
 )
 from .observe import add_long_options, observed, observed_run, workers_of
+from .options import Encoding, Observe, Scale
 from .scale import add_chunk_options, ray_for_chunks
 from .streams import add_stream_options, carry_of, frame_range, not_carried
 
@@ -28,8 +32,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .. import RunReport
-    from ..io.formats import PixFmt
-    from ..io.video_sink import VideoSink
+    from ..io.formats import OnCorrupt, PixFmt
+    from ..io.video import Rotation
+    from ..modes import ReuseTarget
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -94,18 +99,6 @@ def add_encoder_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
 
-def encoder_options(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
-    """The :class:`VideoSink` options the encoder flags ask for."""
-    chosen = {"codec": args.codec, "crf": args.crf, "preset": args.preset, "pix_fmt": args.pix_fmt}
-    return chosen | extra
-
-
-def sink_for(args: argparse.Namespace, **extra: Any) -> VideoSink:
-    from ..io.video_sink import VideoSink
-
-    return VideoSink(args.output, overwrite=args.overwrite, **encoder_options(args, **extra))
-
-
 def resize_stage(width: int, height: int) -> Any:
     import cv2
     import numpy as np
@@ -148,105 +141,143 @@ def stream_line(stream: dict[str, Any]) -> str:
     return ", ".join([line, *(d for d in details if d)])
 
 
+@dataclass(frozen=True)
+class TranscodeJob:
+    """A transcode, as its options ask for it: read once from the command line
+    (:meth:`of`), or made by a command that transcodes on its way (``demo``)."""
+
+    input: str
+    output: str
+    encoding: Encoding = field(default_factory=Encoding)
+    observe: Observe = field(default_factory=Observe)
+    scale: Scale = field(default_factory=Scale)
+    size: tuple[int, int] | None = None
+    start: int | Seconds = 0
+    stop: int | Seconds | None = None
+    every: int = 1
+    loop: int = 1
+    audio: str = "keep"
+    audio_codec: str | None = None
+    subtitles: str = "keep"
+    on_corrupt: OnCorrupt = "fail"
+    rotation: Rotation | None = None
+    map: str | None = None
+    reuse: ReuseTarget | None = None
+    chunks: int | None = None
+    batch_size: int | None = None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> TranscodeJob:
+        """The job of ``transcode``'s options (``--reuse-target`` checked with ``--map``)."""
+        groups = {"encoding", "observe", "scale", "reuse"}
+        own = [f.name for f in dataclasses.fields(cls) if f.name not in groups]
+        reuse = reuse_of(args) if args.map is not None else None
+        return cls(encoding=args.encoding, observe=args.observe, scale=args.scale, reuse=reuse,
+                   **{name: vars(args)[name] for name in own})  # fmt: skip
+
+
 def run_transcode(args: argparse.Namespace) -> int:
-    if args.workers is not None and args.map is None and args.chunks is None:
+    job = TranscodeJob.of(args)
+    if job.scale.workers is not None and job.map is None and job.chunks is None:
         raise UsageError(
             "--workers sets the threads of --map's function, and this transcode has none "
             "(decoding and encoding use every core on their own); drop --workers"
         )
-    report, extra = transcode(args)
-    emit_report(args, report, **extra)
+    report, extra = transcode(job)
+    emit_report(job.observe, report, **extra)
     return 0
 
 
-def transcode(args: argparse.Namespace) -> tuple[RunReport, dict[str, Any]]:
-    """Run the transcode described by ``args``; returns the report and extra figures."""
+def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
+    """Run ``job``; returns the report and extra figures."""
     from .. import Pipeline
     from ..io.loop import Looped
     from ..io.probe import probe
     from ..io.video import VideoSource
+    from ..io.video_sink import VideoSink
 
-    if Path(args.input).resolve() == Path(args.output).resolve():
+    if Path(job.input).resolve() == Path(job.output).resolve():
         raise ValueError("the output is the input; write to another path")
 
-    facts = probe(args.input)
-    args.start, args.stop = frame_range(args.input, args.start, args.stop)
-    planar = planar_path(args, facts)
+    facts = probe(job.input)
+    start, stop = frame_range(job.input, job.start, job.stop)
+    planar = planar_path(job, facts)
     pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
-    filter_spec = args.map
-    if filter_spec is not None:
-        reuse_of(args)  # (checked before any work)
-        if args.chunks is not None:
-            raise UsageError("--map runs in one process for now; drop --chunks")
+    if job.map is not None and job.chunks is not None:
+        raise UsageError("--map runs in one process for now; drop --chunks")
     carry = None
-    if args.loop == 1:  # the other streams go along where the frames keep the input's clock
-        carry = carry_of(args.output, audio=args.audio, audio_codec=args.audio_codec,
-                         subtitles=args.subtitles)  # fmt: skip
-    if args.chunks is not None:
-        if args.every > 1:
+    if job.loop == 1:  # the other streams go along where the frames keep the input's clock
+        carry = carry_of(job.output, audio=job.audio, audio_codec=job.audio_codec,
+                         subtitles=job.subtitles)  # fmt: skip
+    if job.chunks is not None:
+        if job.every > 1:
             raise UsageError("--every does not combine with --chunks yet; drop one")
-        return not_carried(*transcode_chunked(args, pix_fmt, carry), facts, args)
+        chunked = transcode_chunked(job, (start, stop), pix_fmt, carry)
+        return not_carried(*chunked, facts, loop=job.loop)
 
     def make() -> VideoSource:
         # the source resizes every frame to --size as it decodes it, so a stream whose
         # frame size changes part-way comes out at one size
         return VideoSource(
-            args.input, start=args.start, stop=args.stop, on_corrupt=args.on_corrupt,
-            pix_fmt=pix_fmt, size=args.size, rotation=args.rotation, step=args.every,
+            job.input, start=start, stop=stop, on_corrupt=job.on_corrupt, pix_fmt=pix_fmt,
+            size=job.size, rotation=job.rotation, step=job.every,
         )  # fmt: skip
 
-    source: VideoSource | Looped = Looped(make, times=args.loop) if args.loop > 1 else make()
-    sink = sink_for(args, input_pix_fmt="yuv420p" if planar else None, carry=carry)
-    pipeline = Pipeline.from_source(source, batch_size=args.batch_size)
-    if filter_spec is not None:
+    source: VideoSource | Looped = Looped(make, times=job.loop) if job.loop > 1 else make()
+    options = job.encoding.options(input_pix_fmt="yuv420p" if planar else None, carry=carry)
+    sink = VideoSink(job.output, overwrite=job.encoding.overwrite, **options)
+    pipeline = Pipeline.from_source(source, batch_size=job.batch_size)
+    if job.map is not None:
         from ..models import load
 
-        fn = load(filter_spec)
-        pipeline = pipeline.map(fn, workers=workers_of(args), reuse=reuse_of(args))
-    report, extra = observed_run(args, pipeline.to(sink), "transcode")
+        fn = load(job.map)
+        pipeline = pipeline.map(fn, workers=workers_of(job.scale), reuse=job.reuse)
+    report, extra = observed_run(job.observe, job.scale, pipeline.to(sink), "transcode")
     skipped = getattr(source, "skipped", [])
     if skipped:
         extra["skipped_frames"] = skipped
-    return not_carried(report, extra, facts, args)
+    return not_carried(report, extra, facts, loop=job.loop)
 
 
 def transcode_chunked(
-    args: argparse.Namespace, pix_fmt: PixFmt, carry: Any
+    job: TranscodeJob, frames: tuple[int, int | None], pix_fmt: PixFmt, carry: Any
 ) -> tuple[RunReport, dict[str, Any]]:
-    """``transcode --chunks``: segments at keyframes as Ray tasks, joined by stream copy."""
+    """``transcode --chunks`` of ``frames`` (start, stop): segments at keyframes as Ray
+    tasks, joined by stream copy."""
     from ..chunked import run_chunked
 
-    if args.loop > 1:
+    if job.loop > 1:
         raise UsageError("--chunks cuts one input at its keyframes; it cannot take --loop")
     planar = {"input_pix_fmt": "yuv420p"} if pix_fmt == "yuv420p" else {}
-    executor = ray_for_chunks(args.scale)
+    executor = ray_for_chunks(job.scale)
 
     def run(bar: Any, watch: Any) -> RunReport:
         return run_chunked(
-            args.input, args.output, start=args.start, stop=args.stop,
-            source_options={"size": args.size, "pix_fmt": pix_fmt, "on_corrupt": args.on_corrupt,
-                            "rotation": args.rotation},
-            executor=executor, segments=args.chunks or None, batch_size=args.batch_size,
-            memory=args.memory, overwrite=args.overwrite, progress=bar, monitor=watch,
-            carry=carry, **encoder_options(args, **planar),
+            job.input, job.output, start=frames[0], stop=frames[1],
+            source_options={"size": job.size, "pix_fmt": pix_fmt, "on_corrupt": job.on_corrupt,
+                            "rotation": job.rotation},
+            executor=executor, segments=job.chunks or None, batch_size=job.batch_size,
+            memory=job.scale.memory, overwrite=job.encoding.overwrite, progress=bar,
+            monitor=watch, carry=carry, **job.encoding.options(**planar),
         )  # fmt: skip
 
-    report, extra = observed(args, "transcode", run)
+    report, extra = observed(job.observe, "transcode", run)
     skipped = report.extra["chunks"].get("skipped_frames")
     if skipped:
         extra["skipped_frames"] = skipped
     return report, extra
 
 
-def planar_path(args: argparse.Namespace, facts: dict[str, Any]) -> bool:
+def planar_path(job: TranscodeJob, facts: dict[str, Any]) -> bool:
     """Whether a transcode can stay in yuv420p from decoder to encoder (no colour conversion):
     a yuv420p input (``facts`` as :func:`~hyperframes.io.probe.probe` gives them), a yuv420p
     encoder, and even sizes throughout."""
-    size = args.size or (facts["width"], facts["height"])
-    encoded = args.pix_fmt or ("yuv420p" if args.codec != "ffv1" else None)
+    size = job.size or (facts["width"], facts["height"])
+    codec, pix_fmt = job.encoding.codec, job.encoding.pix_fmt
+    encoded = pix_fmt or ("yuv420p" if codec != "ffv1" else None)
     return (
-        args.rotation != "apply"  # planes cannot be turned
-        and args.map is None  # a filter takes RGB frames
+        job.rotation != "apply"  # planes cannot be turned
+        and job.map is None  # a filter takes RGB frames
         and facts.get("pix_fmt") == "yuv420p"
         and encoded == "yuv420p"
         and all(v % 2 == 0 for v in (*size, facts["width"], facts["height"]))
