@@ -39,6 +39,7 @@ if _TYPE_CHECKING:
     from .io.images import ImageSequenceSource
     from .io.results import ResultsSink
     from .io.video import VideoSource
+    from .io.video_files import VideoFiles
     from .io.video_sink import VideoSink
     from .modes import Retry, ReuseByHyperframe, ReuseTarget
     from .pipeline import Pipeline
@@ -65,6 +66,7 @@ _LAZY = {
     "ImageSequenceSource": ".io.images",
     "ResultsSink": ".io.results",
     "VideoSource": ".io.video",
+    "VideoFiles": ".io.video_files",
     "VideoSink": ".io.video_sink",
     "Pipeline": ".pipeline",
     "Retry": ".modes",
@@ -122,6 +124,7 @@ __all__ = [
     "StoreSink",
     "Strategy",
     "Stream",
+    "VideoFiles",
     "VideoSink",
     "VideoSource",
     "__version__",

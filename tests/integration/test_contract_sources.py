@@ -22,8 +22,10 @@ from hyperframes.frames import FrameSpec
 from hyperframes.io.arrays import ArraySource, IndexSource, IterableSource
 from hyperframes.io.base import Source, SourceFigures
 from hyperframes.io.images import ImageSequenceSource
+from hyperframes.io.inputs import Input
 from hyperframes.io.loop import Looped
 from hyperframes.io.video import VideoSource
+from hyperframes.io.video_files import VideoFiles
 from hyperframes.store import StoreSink
 from hyperframes.store.source import StoreSource
 
@@ -61,6 +63,9 @@ MAKERS: dict[str, Maker] = {
     "images": lambda frames, clip, tmp: ImageSequenceSource(write_pngs(frames, tmp / "png")),
     "store": lambda frames, clip, tmp: StoreSource(write_store(frames, tmp / "s.hfs")),
     "looped": lambda frames, clip, tmp: Looped(lambda: ArraySource(frames[:7]), times=3),
+    "video files": lambda frames, clip, tmp: VideoFiles(
+        [Input(str(clip), 0, 10), Input(str(clip), 10, FRAMES)]
+    ),
 }
 """Every source the package ships, each made to give :data:`FRAMES` frames."""
 

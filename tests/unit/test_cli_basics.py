@@ -30,7 +30,7 @@ API = (
     "FrameSpec", "FrameStore", "FramesFailed", "HyperframesError", "ImageSequenceSink",
     "ImageSequenceSource", "MediaError", "Pipeline", "PoolExhausted", "Progress", "RunReport",
     "Sink", "Source", "StageError", "StageReport", "StoreCorrupt", "StoreError", "StoreSink",
-    "VideoSink", "VideoSource", "__version__", "analyze",
+    "VideoFiles", "VideoSink", "VideoSource", "__version__", "analyze",
     "ResultsSink",  # 0.2: the map job, a model's answers kept in a results file
     "render_chunked", "run_chunked",  # 0.3: public in the docs all along
     "Footprint",  # 0.3.1: what a sink of your own holds, for the run's plan

@@ -1,15 +1,19 @@
-"""``hyperframes map``: run a user's function or model over a video and keep its answers in a
-results file (JSON Lines or Parquet), resumable after an interruption."""
+"""``hyperframes map``: run a user's function or model over a video, or over many (a folder,
+a glob, a manifest), and keep its answers in one results file (JSON Lines or Parquet),
+resumable after an interruption (one video)."""
 
 from __future__ import annotations
 
 import argparse
 import functools
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
+from ..io.inputs import is_many
 from .common import add_function_options, frame_size, positive_int, reuse_of
 from .observe import add_long_options, workers_of
 from .scale import add_chunk_options
@@ -23,7 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "made once per worker) over a video; one row per frame goes to --out (.jsonl or "
         ".parquet) as the run goes, and --resume continues an interrupted run.",
     )
-    p.add_argument("input")
+    p.add_argument(
+        "input", metavar="INPUT",
+        help="a video, or many: a folder (searched below), a quoted glob ('clips/**/*.mp4') "
+        "or a manifest (.txt, .csv, .jsonl, .parquet with a path column)",
+    )  # fmt: skip
     p.add_argument("function", metavar="MODULE:NAME")
     p.add_argument("--out", required=True, help="results file: .jsonl or .parquet")
     p.add_argument("--size", type=frame_size, default=None, help="resize frames to WxH first")
@@ -36,10 +44,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     add_function_options(p)
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    p.add_argument(
+        "--failures", default=None, metavar="PATH",
+        help="many inputs: where the ones that could not be read are listed (default: "
+        "beside --out, OUT.failures.jsonl)",
+    )  # fmt: skip
+    p.add_argument(
+        "--fail-fast", action="store_true",
+        help="many inputs: stop at the first that cannot be read (default: list it, go on)",
+    )  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace an existing results file")
     add_long_options(p, workers_help="threads (or processes, actors) running the function")
     add_chunk_options(p)
-    p.set_defaults(run=run_map, reads=("input",), writes=("out",))
+    p.set_defaults(run=run_map, reads=("input",), writes=("out", "failures"))
+
+
+PARTIAL = 4
+"""The exit code of a job over many inputs that finished without some of them (listed in
+the report and the failures file)."""
 
 
 def answers_stage(pipeline: Any, *, fn: Any, workers: int, reuse: Any) -> Any:
@@ -67,6 +89,8 @@ def run_map(args: argparse.Namespace) -> int:
     format_of(args.out)  # a suffix we write, before any work
     fn = load(args.function)
     build = functools.partial(answers_stage, fn=fn, workers=workers_of(args.scale), reuse=reuse)
+    if is_many(args.input):
+        return _run_many(args, fn, build)
     if args.chunks is not None:
         return _run_chunked(args, fn, build)
     job = {
@@ -96,6 +120,60 @@ def run_map(args: argparse.Namespace) -> int:
         report.extra.setdefault("sink", {})["resumed_from"] = source.start  # see the README
     emit_report(args.observe, report, **written)
     return 0
+
+
+def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
+    """``map INPUTS``: every input's rows in one results file, each row naming its input;
+    an input that cannot be read is listed (the report, ``--failures``) and the job goes on
+    (exit code :data:`PARTIAL`), or with ``--fail-fast`` stops."""
+    from .. import Pipeline, VideoFiles
+    from ..identity import code_identity
+    from ..io.publish import write_output
+    from ..io.results import ResultsSink
+    from ..models import PerWorker
+    from .common import UsageError, emit_report
+    from .observe import observed
+    from .scale import executor_for, ship_module_of
+
+    for flag, given in (("--resume", args.resume), ("--chunks", args.chunks is not None),
+                        ("--reuse-target", args.reuse_target is not None),
+                        ("--start/--stop", args.start != 0 or args.stop is not None)):  # fmt: skip
+        if given:
+            why = "a manifest's start and stop columns" if flag == "--start/--stop" else "one"
+            raise UsageError(f"{flag} takes one input for now (many: use {why}); drop {flag}")
+    source = VideoFiles(
+        args.input, size=args.size, step=args.every, on_corrupt=args.on_corrupt,
+        on_error="fail" if args.fail_fast else "skip",
+    )  # fmt: skip
+    job = {
+        "inputs": [
+            {"path": i.path, "bytes": os.path.getsize(i.path), "start": i.start, "stop": i.stop}
+            for i in source.inputs
+        ],
+        "function": code_identity(fn),
+        "options": {key: getattr(args, key) for key in ("size", "every", "on_corrupt")},
+    }
+    sink = ResultsSink(args.out, values=["value"], job=job, overwrite=args.overwrite)
+    executor = executor_for(args.scale)
+    ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
+    pipeline = build(Pipeline.from_source(source, batch_size=args.batch_size)).to(sink)
+    report, written = observed(
+        args.observe, "map", lambda bar, watch: pipeline.run(
+            progress=bar, monitor=watch, memory=args.memory, executor=executor
+        ),
+    )  # fmt: skip
+    failed = report.extra.get("source", {}).get("failed", [])
+    failures = Path(args.failures or f"{args.out}.failures.jsonl")
+    if failed:
+        lines = "".join(json.dumps(f) + "\n" for f in failed)
+        write_output(failures, lines, overwrite=True)
+        written["failures"] = str(failures)
+        print(f"hyperframes: {len(failed)} of {len(source.inputs)} inputs could not be read; "
+              f"listed in {failures}", file=sys.stderr)  # fmt: skip
+    elif args.failures is None and failures.is_file():
+        failures.unlink()  # an earlier run's list, of files that now read
+    emit_report(args.observe, report, **written)
+    return PARTIAL if failed else 0
 
 
 def _resumed_source(args: argparse.Namespace, out: Path, options: dict[str, Any]) -> Any:

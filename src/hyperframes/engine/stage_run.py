@@ -148,6 +148,8 @@ class StageRun:
                     exc.add_note(f"in stage {self.name!r}, frame {int(batch.index[j])} alone")
                     dead.add(self.name, int(batch.index[j]), exc)
                     continue
+                if isinstance(part, np.ndarray) and np.shares_memory(part, pool.view(slot)):
+                    part = part.copy()  # written in place: the slot goes to the next frame
             kept.append(j)
             parts.append(part)
         np.copyto(batch.frames, backup)

@@ -228,7 +228,7 @@ def parquet_schema(parts: Iterable[Path]) -> tuple[pa.Schema, list[str]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    kinds: dict[str, pa.DataType] = {"frame": pa.int64(), "time": pa.float64()}
+    kinds: dict[str, pa.DataType] = {}  # in the rows' order: the input's, frame, time, ...
     mixed: dict[str, set[str]] = {}
     for part in parts:
         schema = pq.read_schema(part)
@@ -239,6 +239,8 @@ def parquet_schema(parts: Iterable[Path]) -> tuple[pa.Schema, list[str]]:
             kinds[f.name] = widened = widen(was, f.type)
             if pa.types.is_string(widened) and not pa.types.is_null(was):
                 mixed.setdefault(f.name, set()).update({str(was), str(f.type)})
+    for name, kind in (("frame", pa.int64()), ("time", pa.float64())):
+        kinds[name] = widen(kinds.get(name, pa.null()), kind)  # an empty table has them too
     tail = [name for name in ("computed", "answer_of") if name in kinds]
     order = [name for name in kinds if name not in tail] + tail
     notes = [

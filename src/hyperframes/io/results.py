@@ -90,9 +90,11 @@ WANTS_BYTES = 64 << 20
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 CONVERSION = {"jsonl": 2, "parquet": 12}
 """What a part's rows take at their peak while they are written, in multiples of them."""
-INDEX_COLUMNS = ("frame", "time", "computed", "answer_of")
+INDEX_COLUMNS = ("path", "frame", "time", "computed", "answer_of")
 """The file's own columns: no answer may be named so."""
-ENGINE_KEYS = frozenset({"pts", "hyperframe", "hf_pos", "hf_len", "distance", "answer_of"})
+ENGINE_KEYS = frozenset(
+    {"pts", "hyperframe", "hf_pos", "hf_len", "distance", "answer_of", "input", "input_frame"}
+)
 """Meta keys the engine fills (not values of the user's function)."""
 JOB_FILE = "job.json"
 LOCK_FILE = "writer.lock"
@@ -239,6 +241,7 @@ class ResultsSink(Sink):
         self.rows_written = 0
         self.warnings: list[str] = []
         self.time_base: str | None = None  # the source's, from open()
+        self.inputs: list[dict[str, Any]] = []  # many inputs (hf.VideoFiles): each row's
         self._rows: list[Any] = []
         self._bytes = 0
         self._limit = WANTS_BYTES // CONVERSION[self.format]
@@ -261,6 +264,14 @@ class ResultsSink(Sink):
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Take the parts folder (new, or the interrupted run's on resume)."""
         self.time_base = str(info["time_base"]) if info.get("time_base") else None
+        self.inputs = info.get("inputs") or []  # many inputs: each row says which
+        taken = {*INDEX_COLUMNS, *(self.values or ())} - {"path"}
+        clash = sorted({name for item in self.inputs for name in item} & taken)
+        if clash:
+            raise ValueError(
+                f"the inputs' manifest has a column {clash[0]!r}, which the results file "
+                "names itself; rename it in the manifest"
+            )
         if self.folder.is_symlink():
             raise FileExistsError(f"{str(self.folder)!r} is a symbolic link; remove it")
         self.folder.mkdir(exist_ok=True)
@@ -308,14 +319,16 @@ class ResultsSink(Sink):
         if frames_here:
             self._check_order(int(frames_here[0]))
         pts, origins = meta.get("pts"), meta.get("answer_of")
+        inputs, numbers = meta.get("input"), meta.get("input_frame", index)
         for j, frame in enumerate(frames_here):
-            row: dict[str, Any] = {"frame": int(frame)}
+            row: dict[str, Any] = {} if inputs is None else dict(self.inputs[int(inputs[j])])
+            row["frame"] = int(numbers[j])
             row["time"] = None if pts is None else _time(pts[j])
             for key in keys:
                 self._put(row, key, meta[key][j], int(frame))
             if origins is not None:
                 row["computed"] = int(origins[j]) == int(frame)
-                row["answer_of"] = int(origins[j])
+                row["answer_of"] = int(origins[j]) - int(frame) + row["frame"]  # its file's
             if self.format == "jsonl":
                 line = json_line(row)
                 self._rows.append(line)

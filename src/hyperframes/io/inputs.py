@@ -1,0 +1,183 @@
+"""Many inputs as users hold them: a folder, a glob, a manifest or a list, made into one
+fixed, sorted list of :class:`Input` when a job starts.
+
+- **A folder** is walked recursively; a file is a video by its content (the first bytes of
+  an MP4/MOV, Matroska/WebM, AVI, MPEG-TS or -PS, FLV, Ogg or ASF container) or by its
+  suffix. A file named as a video that holds something else stays in the list, so the job
+  names it as failed instead of passing over it.
+- **A glob** (``"clips/**/*.mp4"``, quoted on the command line) is expanded with ``**``
+  crossing folders.
+- **A manifest**: ``.txt`` (one path a line, ``#`` comments), or ``.csv``, ``.jsonl`` or
+  ``.parquet`` with a ``path`` column, optional ``start``/``stop`` (frame indices) and any
+  other columns, which the results carry. Paths are relative to the manifest.
+
+Example:
+    >>> [i.path for i in expand(["b.mp4", "a.mp4"])] == sorted(
+    ...     os.path.abspath(p) for p in ["a.mp4", "b.mp4"])
+    True
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFESTS = (".txt", ".csv", ".jsonl", ".parquet")
+"""The suffixes read as a manifest."""
+VIDEO_SUFFIXES = frozenset({
+    ".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".mts", ".m2ts", ".mpg", ".mpeg",
+    ".flv", ".ogv", ".wmv", ".asf", ".3gp", ".y4m",
+})  # fmt: skip
+"""Suffixes taken as video whatever the content (a damaged one is then listed as failed)."""
+_MAGIC = (
+    (4, b"ftyp"),  # MP4, MOV, 3GP
+    (0, b"\x1a\x45\xdf\xa3"),  # Matroska, WebM
+    (8, b"AVI "),  # RIFF AVI
+    (0, b"\x47"),  # MPEG-TS sync byte (checked again at 188)
+    (0, b"\x00\x00\x01\xba"),  # MPEG-PS
+    (0, b"FLV"),
+    (0, b"OggS"),
+    (0, b"\x30\x26\xb2\x75"),  # ASF, WMV
+    (0, b"YUV4MPEG2"),
+)
+RESERVED = ("path", "start", "stop")
+"""A manifest's columns with a meaning; the others are carried into the results."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of a job: an absolute path, the frames to read (``start``, ``stop``:
+    indices) and the manifest's other columns."""
+
+    path: str
+    start: int = 0
+    stop: int | None = None
+    columns: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+def is_many(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
+    """Whether ``spec`` names many inputs: a list, a folder, a glob or a manifest."""
+    if not isinstance(spec, str | os.PathLike):
+        return True
+    text = os.fspath(spec)
+    return os.path.isdir(text) or _is_glob(text) or text.lower().endswith(MANIFESTS)
+
+
+def expand(spec: str | os.PathLike[str] | Sequence[Any]) -> list[Input]:
+    """The inputs ``spec`` names, sorted by path (each once).
+
+    Raises:
+        FileNotFoundError: a folder, manifest or listed path that does not exist, or a
+            glob or folder that names no video.
+        ValueError: a manifest without a ``path`` column, or with a ``start``/``stop``
+            that is not a frame index.
+    """
+    if not isinstance(spec, str | os.PathLike):
+        found = [_listed(item, Path.cwd()) for item in spec]
+    else:
+        text = os.fspath(spec)
+        if text.lower().endswith(MANIFESTS) and not _is_glob(text):
+            found = _manifest(Path(text))
+        elif os.path.isdir(text):
+            found = [Input(p) for p in _videos_in(Path(text))]
+            if not found:
+                raise FileNotFoundError(f"no video in the folder {text!r} (nor below it)")
+        elif _is_glob(text):
+            found = [Input(os.path.abspath(p)) for p in glob.glob(text, recursive=True)
+                     if os.path.isfile(p)]  # fmt: skip
+            if not found:
+                raise FileNotFoundError(f"the pattern {text!r} matches no file")
+        else:
+            found = [_listed(text, Path.cwd())]
+    unique = {(i.path, i.start, i.stop): i for i in found}
+    return sorted(unique.values(), key=lambda i: (i.path, i.start, i.stop or 0))
+
+
+def is_video(path: Path) -> bool:
+    """Whether ``path`` holds a video container by its first bytes, or is named as one."""
+    if path.suffix.lower() in VIDEO_SUFFIXES:
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(192)
+    except OSError:
+        return False
+    for at, magic in _MAGIC:
+        if head[at : at + len(magic)] == magic:
+            return magic != b"\x47" or head[188:189] == b"\x47"
+    return False
+
+
+def _videos_in(folder: Path) -> list[str]:
+    return [
+        os.path.abspath(Path(root) / name)
+        for root, dirs, names in os.walk(folder)
+        for name in names
+        if not name.startswith(".") and is_video(Path(root) / name)
+    ]
+
+
+def _is_glob(text: str) -> bool:
+    return any(c in text for c in "*?[") and not os.path.exists(text)
+
+
+def _listed(item: Any, base: Path) -> Input:
+    """One input named in a list or a manifest (``base``: where relative paths start)."""
+    if isinstance(item, Input):
+        return item
+    row = dict(item) if isinstance(item, Mapping) else {"path": item}
+    if "path" not in row or row["path"] in (None, ""):
+        raise ValueError(f"a manifest row needs a path; got {row}")
+    path = Path(os.fspath(row.pop("path")))
+    path = path if path.is_absolute() else base / path
+    if not path.is_file():
+        raise FileNotFoundError(f"{str(path)!r} is listed as an input but is not a file")
+    start, stop = _frame(row.pop("start", None), "start"), _frame(row.pop("stop", None), "stop")
+    return Input(os.path.abspath(path), start or 0, stop, row)
+
+
+def _frame(value: Any, name: str) -> int | None:
+    if value is None or value == "" or (isinstance(value, float) and value != value):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if number < 0 or number != int(number):
+        raise ValueError(
+            f"a manifest's {name} is a frame index (a whole number >= 0), got {value!r}; "
+            "seconds are not read from a manifest yet"
+        )
+    return int(number)
+
+
+def _manifest(path: Path) -> list[Input]:
+    if not path.is_file():
+        raise FileNotFoundError(f"no manifest at {str(path)!r}")
+    base, suffix = path.parent, path.suffix.lower()
+    rows: list[Any]
+    if suffix == ".txt":
+        lines = (line.strip() for line in path.read_text().splitlines())
+        rows = [line for line in lines if line and not line.startswith("#")]
+    elif suffix == ".csv":
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    elif suffix == ".jsonl":
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    else:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+    if rows and isinstance(rows[0], Mapping) and "path" not in rows[0]:
+        raise ValueError(f"the manifest {str(path)!r} has no 'path' column; name one 'path'")
+    return [_listed(row, base) for row in rows]

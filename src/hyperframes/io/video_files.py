@@ -1,0 +1,177 @@
+"""Many videos as one source: the frames of every input in turn (``hf.VideoFiles``).
+
+The inputs (a folder, a glob, a manifest or a list: :mod:`.inputs`) are fixed and sorted
+when the source is made, and each is looked at then: one whose frames have another size
+than the rest is refused before any work unless ``size`` resizes them all; one that
+cannot be opened is listed as failed. While the run goes, a file that fails part-way is
+listed too (with the frames it gave) and the next one is read, or with
+``on_error="fail"`` the run stops there. A batch never holds frames of two files.
+
+Each frame's metadata says where it came from: ``meta["input"]`` (its input's position in
+:attr:`VideoFiles.inputs`), ``meta["input_frame"]`` (its index in that file) and
+``meta["pts"]`` (seconds in that file); frame ids run on across the files.
+
+Example:
+    >>> source = VideoFiles("clips/")  # doctest: +SKIP
+    >>> hf.Pipeline.from_source(source).map(detect, into="boxes").to(
+    ...     hf.ResultsSink("boxes.parquet")).run()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import MediaError
+from .base import Chunk, Source
+from .formats import OnCorrupt, PixFmt
+from .inputs import Input, expand
+from .video import VideoSource
+
+OnError = Literal["skip", "fail"]
+READ_ERRORS = (MediaError, OSError, ValueError, EOFError)
+"""What a file that cannot be read raises (PyAV's errors are ``OSError``\\ s)."""
+
+
+class VideoFiles(Source):
+    """The frames of many videos, one file after the other.
+
+    Args:
+        inputs: a folder, a glob, a manifest (``.txt``, ``.csv``, ``.jsonl``,
+            ``.parquet``) or a list of paths (see :func:`~.inputs.expand`).
+        size: ``(width, height)`` to read every file at; needed where their sizes differ.
+        pix_fmt, step, on_corrupt: as :class:`~.video.VideoSource` takes them, for each file.
+        on_error: a file that cannot be opened or read: ``"skip"`` lists it in
+            :attr:`failed` and goes on; ``"fail"`` raises.
+
+    Attributes:
+        inputs: every input, sorted (the failed ones too).
+        failed: ``{"path", "reason", "frames"}`` of each input that could not be read
+            (``frames``: those it gave before it failed).
+
+    Raises:
+        FileNotFoundError: ``inputs`` names no video.
+        ValueError: the files' frames differ in size and no ``size`` was given, or no
+            input can be opened.
+    """
+
+    def __init__(
+        self,
+        inputs: str | os.PathLike[str] | Sequence[Any],
+        *,
+        size: tuple[int, int] | None = None,
+        pix_fmt: PixFmt = "rgb24",
+        step: int = 1,
+        on_corrupt: OnCorrupt = "fail",
+        on_error: OnError = "skip",
+    ) -> None:
+        if on_error not in ("skip", "fail"):
+            raise ValueError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
+        self.inputs = expand(inputs)
+        self.on_error = on_error
+        self._options: dict[str, Any] = {
+            "size": size, "pix_fmt": pix_fmt, "step": step, "on_corrupt": on_corrupt
+        }  # fmt: skip
+        self.failed: list[dict[str, Any]] = []
+        self._sources: dict[int, VideoSource] = {}
+        for k, item in enumerate(self.inputs):
+            try:
+                self._sources[k] = self._source(item)
+            except READ_ERRORS as exc:
+                self._fail(k, exc, frames=0)
+        if not self._sources:
+            reasons = "; ".join(f"{f['path']}: {f['reason']}" for f in self.failed[:3])
+            raise ValueError(f"none of the {len(self.inputs)} inputs can be read ({reasons})")
+        specs = {k: s.spec for k, s in self._sources.items()}
+        first = next(iter(specs))
+        other = next((k for k, spec in specs.items() if spec != specs[first]), None)
+        if other is not None:
+            raise ValueError(
+                f"the inputs' frames differ: {specs[first].describe()} in "
+                f"{self.inputs[first].name!r}, {specs[other].describe()} in "
+                f"{self.inputs[other].name!r}; pass size=(width, height) (--size WxH) to "
+                "read them all at one size"
+            )
+        self.spec = specs[first]
+        lengths = [s.length for s in self._sources.values()]
+        self.length = None if None in lengths else sum(int(n or 0) for n in lengths)
+        self.info = {
+            "source": "videos",
+            "inputs": [{"path": i.path, **i.columns} for i in self.inputs],
+            "fps": self._sources[first].info.get("fps"),
+        }
+        self._found_failed = list(self.failed)
+        self._start_over()
+
+    def _source(self, item: Input) -> VideoSource:
+        return VideoSource(item.path, start=item.start, stop=item.stop, **self._options)
+
+    def _start_over(self) -> None:
+        self.failed = list(self._found_failed)
+        self._k = 0  # the input being read
+        self._next = 0  # the id of the next frame
+        self._read = 0  # frames of the current input so far
+        self._since = 0.0
+        self._figures: list[dict[str, Any]] = []
+
+    def open(self) -> None:
+        """Start from the first input (a second run reads every input again)."""
+        self.close()
+        self._start_over()
+
+    def read_into(self, out: np.ndarray) -> Chunk:
+        while self._k < len(self.inputs):
+            source = self._sources.get(self._k)
+            if source is None:  # failed when it was looked at
+                self._k += 1
+                continue
+            if self._read == 0 and not self._since:
+                self._since = time.perf_counter()
+            try:
+                chunk = source.read_into(out)
+            except READ_ERRORS as exc:
+                source.close()
+                self._fail(self._k, exc, frames=self._read)
+                self._next_input(done=False)
+                continue
+            if not len(chunk):
+                source.close()
+                self._next_input(done=True)
+                continue
+            count = len(chunk)
+            ids = np.arange(self._next, self._next + count, dtype=np.int64)
+            self._next += count
+            self._read += count
+            meta = dict(chunk.meta)
+            meta["input"] = np.full(count, self._k, dtype=np.int64)
+            meta["input_frame"] = chunk.index.astype(np.int64)
+            return Chunk(ids, meta)
+        return Chunk(np.empty(0, np.int64))
+
+    def _next_input(self, *, done: bool) -> None:
+        if done:
+            seconds = round(time.perf_counter() - self._since, 3)
+            self._figures.append(
+                {"path": self.inputs[self._k].path, "frames": self._read, "seconds": seconds}
+            )
+        self._k, self._read, self._since = self._k + 1, 0, 0.0
+
+    def _fail(self, k: int, exc: BaseException, *, frames: int) -> None:
+        item = self.inputs[k]
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if self.on_error == "fail":
+            exc.add_note(f"in input {item.path!r}; pass on_error='skip' to go on without it")
+            raise exc
+        self.failed.append({"path": item.path, "reason": reason, "frames": frames})
+
+    def close(self) -> None:
+        for source in self._sources.values():
+            source.close()
+
+    def notes(self) -> dict[str, Any]:
+        """How many inputs, each finished one's frames and seconds, and those that failed."""
+        return {"inputs": len(self.inputs), "read": self._figures, "failed": self.failed}

@@ -1,0 +1,173 @@
+"""Many inputs in one job (issue 50): a folder, a glob and each manifest format give the
+rows one run per file gives, in one table where every row names its input; a file that
+cannot be read is listed and the rest written (exit code 4), or with ``--fail-fast`` stops
+the job; frames of several sizes are refused before any work unless ``--size`` is given."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import hyperframes as hf
+from hyperframes.cli import main
+from hyperframes.cli.map_job import PARTIAL
+from hyperframes.io.inputs import expand, is_video
+
+FUNCTION = """
+def brightness(frames):
+    return [round(float(f.mean()), 6) for f in frames]
+"""
+SIZE = "160x96"
+
+
+@pytest.fixture
+def folder(tmp_path: Path, clip_path, monkeypatch) -> Path:
+    """``clips/`` with three real clips (one in a subfolder, one without a video suffix),
+    a note and a damaged ``.mp4``; the function's module beside it."""
+    clips = tmp_path / "clips"
+    (clips / "sub").mkdir(parents=True)
+    shutil.copy(clip_path("bikes.mp4"), clips / "bikes.mp4")
+    shutil.copy(clip_path("carphone_pristine.mp4"), clips / "sub" / "carphone.mp4")
+    shutil.copy(clip_path("bigbuckbunny.mp4"), clips / "bunny.video")  # found by content
+    (clips / "notes.txt").write_text("not a video\n")
+    (tmp_path / "brightness_fn.py").write_text(FUNCTION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return clips
+
+
+def rows_of(path: Path) -> list[dict]:
+    if path.suffix == ".parquet":
+        return pq.read_table(path).to_pylist()
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def by_input(rows: list[dict]) -> dict[str, list[tuple]]:
+    out: dict[str, list[tuple]] = {}
+    for row in rows:
+        out.setdefault(row["path"], []).append((row["frame"], row["time"], row["value"]))
+    return out
+
+
+def one_run_each(paths: list[Path], tmp: Path) -> dict[str, list[tuple]]:
+    """The rows of one ``map`` run per file (the reference)."""
+    out = {}
+    for k, path in enumerate(paths):
+        single = tmp / f"single{k}.jsonl"
+        argv = ["map", str(path), "brightness_fn:brightness", "--out", str(single)]
+        assert main([*argv, "--size", SIZE]) == 0
+        out[str(path)] = [(r["frame"], r["time"], r["value"]) for r in rows_of(single)]
+    return out
+
+
+def test_a_folder_a_glob_and_every_manifest_give_the_rows_of_one_run_per_file(
+    folder: Path, tmp_path: Path, capsys
+):
+    videos = sorted([folder / "bikes.mp4", folder / "sub" / "carphone.mp4", folder / "bunny.video"])
+    expected = one_run_each(videos, tmp_path)
+    (tmp_path / "list.txt").write_text("# the clips\n" + "\n".join(
+        str(p.relative_to(tmp_path)) for p in videos) + "\n")  # fmt: skip
+    with open(tmp_path / "list.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["path", "label"])
+        writer.writerows([[str(p.relative_to(tmp_path)), p.stem] for p in videos])
+    (tmp_path / "list.jsonl").write_text("".join(
+        json.dumps({"path": str(p), "label": p.stem}) + "\n" for p in videos))  # fmt: skip
+    pq.write_table(pa.table({"path": [str(p) for p in videos]}), tmp_path / "list.parquet")
+    for k, inputs in enumerate([str(folder), "clips/**/*.mp4", "list.txt", "list.csv",
+                                "list.jsonl", "list.parquet"]):  # fmt: skip
+        out = tmp_path / f"all{k}.parquet"
+        code = main(["map", inputs, "brightness_fn:brightness", "--out", str(out), "--size", SIZE])
+        assert code == 0, inputs
+        rows = rows_of(out)
+        got = by_input(rows)
+        want = expected if inputs != "clips/**/*.mp4" else {
+            p: v for p, v in expected.items() if p.endswith(".mp4")}  # fmt: skip
+        assert got == want, inputs
+        assert list(rows[0])[:3] == ["path", "frame", "time"] or "label" in rows[0]
+        if inputs in ("list.csv", "list.jsonl"):
+            assert {(r["path"], r["label"]) for r in rows} == {(str(p), p.stem) for p in videos}
+    capsys.readouterr()
+
+
+def test_a_damaged_file_is_listed_and_the_rest_written(folder: Path, tmp_path: Path, capsys):
+    (folder / "broken.mp4").write_bytes((folder / "bikes.mp4").read_bytes()[:4000])
+    out = tmp_path / "rows.jsonl"
+    argv = ["map", "clips", "brightness_fn:brightness", "--out", str(out), "--size", SIZE]
+    assert main([*argv, "--json"]) == PARTIAL == 4
+    report = json.loads(capsys.readouterr().out)
+    failures = [json.loads(line) for line in Path(report["failures"]).read_text().splitlines()]
+    assert [Path(f["path"]).name for f in failures] == ["broken.mp4"]
+    assert "damaged" in failures[0]["reason"] and "\n" not in failures[0]["reason"]
+    names = {Path(r["path"]).name for r in rows_of(out)}
+    assert names == {"bikes.mp4", "carphone.mp4", "bunny.video"}
+    assert report["extra"]["source"]["failed"][0]["path"].endswith("broken.mp4")
+    # --fail-fast: stops at it, names it, and publishes nothing
+    fast = tmp_path / "fast.jsonl"
+    argv = ["map", "clips", "brightness_fn:brightness", "--out", str(fast), "--size", SIZE]
+    assert main([*argv, "--fail-fast"]) == 1
+    err = capsys.readouterr().err
+    assert "broken.mp4" in err and err.count("\n") == 1 and not fast.exists()
+
+
+def test_frames_of_several_sizes_are_refused_before_any_work(folder: Path, tmp_path: Path, capsys):
+    out = tmp_path / "rows.jsonl"
+    assert main(["map", "clips", "brightness_fn:brightness", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "--size WxH" in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_options_for_one_input_are_refused_with_many(folder: Path, tmp_path: Path, capsys):
+    out = str(tmp_path / "rows.jsonl")
+    base = ["map", "clips", "brightness_fn:brightness", "--out", out, "--size", SIZE]
+    for extra in (["--resume"], ["--start", "5"], ["--reuse-target", "0.9"]):
+        assert main([*base, *extra]) == 2, extra
+        assert "takes one input for now" in capsys.readouterr().err
+
+
+def test_a_manifest_reads_its_ranges_relative_to_itself(folder: Path, tmp_path: Path):
+    (tmp_path / "m").mkdir()
+    manifest = tmp_path / "m" / "ranges.jsonl"
+    manifest.write_text(
+        json.dumps({"path": "../clips/bikes.mp4", "start": 10, "stop": 14, "take": 1}) + "\n"
+        + json.dumps({"path": "../clips/bikes.mp4", "start": 100, "stop": 102, "take": 2}) + "\n"
+    )  # fmt: skip
+    inputs = expand(manifest)
+    assert [(i.start, i.stop, dict(i.columns)) for i in inputs] == [
+        (10, 14, {"take": 1}), (100, 102, {"take": 2})]  # fmt: skip
+    source = hf.VideoFiles(manifest)
+    seen = []
+
+    def note(ids, frames, meta):
+        seen.append((meta["input"].tolist(), meta["input_frame"].tolist()))
+
+    hf.Pipeline.from_source(source, batch_size=8).for_each(note, batched=True, meta=True).run()
+    assert seen == [([0] * 4, [10, 11, 12, 13]), ([1] * 2, [100, 101])]  # never two files a batch
+    clash = tmp_path / "m" / "clash.csv"
+    clash.write_text("path,value\n../clips/bikes.mp4,7\n")
+    out = tmp_path / "clash.jsonl"
+    assert main(["map", str(clash), "brightness_fn:brightness", "--out", str(out)]) == 1
+    assert not out.exists()
+    bad = tmp_path / "m" / "bad.csv"
+    bad.write_text("path,start\n../clips/bikes.mp4,1.5s\n")
+    with pytest.raises(ValueError, match="frame index"):
+        expand(bad)
+
+
+def test_a_video_is_known_by_its_content(folder: Path):
+    assert is_video(folder / "bunny.video") and not is_video(folder / "notes.txt")
+    found = [Path(i.path).name for i in expand(folder)]
+    assert found == ["bikes.mp4", "bunny.video", "carphone.mp4"]  # sorted by path
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        expand(str(folder / "*.mkv"))
+    assert np.array_equal(
+        next(iter(hf.VideoFiles([folder / "bikes.mp4"]))),
+        next(iter(hf.VideoSource(folder / "bikes.mp4"))),
+    )
