@@ -228,7 +228,7 @@ def yuv_clip(tmp_path):
 
 
 def test_yuv_transcode_skips_colour_conversion_and_matches_the_rgb_path(tmp_path, yuv_clip, capsys):
-    from hyperframes.cli.video import TranscodeJob, planar_path
+    from hyperframes.cli.transcode import TranscodeJob, planar_path
     from hyperframes.io.probe import probe
 
     job = TranscodeJob(str(yuv_clip), "out.mp4", size=(48, 32))

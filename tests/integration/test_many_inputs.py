@@ -17,7 +17,7 @@ import pytest
 
 import hyperframes as hf
 from hyperframes.cli import main
-from hyperframes.cli.map_job import PARTIAL
+from hyperframes.cli.many import PARTIAL
 from hyperframes.io.inputs import expand, is_video
 
 FUNCTION = """
@@ -171,3 +171,30 @@ def test_a_video_is_known_by_its_content(folder: Path):
         next(iter(hf.VideoFiles([folder / "bikes.mp4"]))),
         next(iter(hf.VideoSource(folder / "bikes.mp4"))),
     )
+
+
+def test_transcode_writes_one_output_per_input_named_after_it(folder: Path, tmp_path, capsys):
+    (folder / "broken.mp4").write_bytes((folder / "bikes.mp4").read_bytes()[:4000])
+    argv = ["transcode", "clips/**/*.mp4", "out", "--size", "160x96", "--json"]
+    assert main(argv) == PARTIAL
+    summary = json.loads(capsys.readouterr().out)
+    made = sorted(str(Path(o["output"]).relative_to(tmp_path / "out")) for o in summary["outputs"])
+    assert made == ["bikes.mp4", "sub/carphone.mp4"]  # the folders they were found in kept
+    counts = {Path(o["output"]).name: o["frames"] for o in summary["outputs"]}
+    assert counts == {"bikes.mp4": 250, "carphone.mp4": 120}
+    for name, n in counts.items():
+        found = next((tmp_path / "out").rglob(name))
+        assert sum(1 for _ in hf.VideoSource(found)) == n
+    assert [Path(f["path"]).name for f in summary["failed"]] == ["broken.mp4"]
+    assert Path(summary["failures"]) == tmp_path / "out.failures.jsonl"
+    assert main(["transcode", "clips", "one.mp4"]) == 2  # many inputs need a folder
+    assert "OUTPUT is a folder" in capsys.readouterr().err
+
+
+def test_info_gives_a_line_per_input(folder: Path, capsys):
+    (folder / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 not really")
+    assert main(["info", "clips", "--json"]) == PARTIAL
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [Path(r["path"]).name for r in rows] == [
+        "bikes.mp4", "broken.mp4", "bunny.video", "carphone.mp4"]  # fmt: skip
+    assert "error" in rows[1] and rows[0]["width"] == 640

@@ -30,12 +30,13 @@ API = (
     "FrameSpec", "FrameStore", "FramesFailed", "HyperframesError", "ImageSequenceSink",
     "ImageSequenceSource", "MediaError", "Pipeline", "PoolExhausted", "Progress", "RunReport",
     "Sink", "Source", "StageError", "StageReport", "StoreCorrupt", "StoreError", "StoreSink",
-    "VideoFiles", "VideoSink", "VideoSource", "__version__", "analyze",
+    "VideoSink", "VideoSource", "__version__", "analyze",
     "ResultsSink",  # 0.2: the map job, a model's answers kept in a results file
     "render_chunked", "run_chunked",  # 0.3: public in the docs all along
     "Footprint",  # 0.3.1: what a sink of your own holds, for the run's plan
+    "VideoFiles",  # 0.4.1: many videos as one source
 )  # fmt: skip
-"""The API of 0.4.0. Batch, FramePool and TaskGraph left it in 0.3 (internals no public
+"""The API of 0.4.1. Batch, FramePool and TaskGraph left it in 0.3 (internals no public
 call takes or returns) and resolved at the root with a warning until 0.4."""
 
 

@@ -23,7 +23,7 @@ from .common import emit_report, positive_int, print_json, progress_for
 from .observe import add_long_options, workers_of
 from .options import Encoding
 from .scale import executor_for
-from .video import TranscodeJob, transcode
+from .transcode import TranscodeJob, transcode
 
 if TYPE_CHECKING:
     import numpy as np

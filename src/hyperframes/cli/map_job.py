@@ -9,12 +9,12 @@ import functools
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..io.inputs import is_many
 from .common import add_function_options, frame_size, positive_int, reuse_of
+from .many import PARTIAL, add_many_options, publish_failures
 from .observe import add_long_options, workers_of
 from .scale import add_chunk_options
 
@@ -44,24 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     add_function_options(p)
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
-    p.add_argument(
-        "--failures", default=None, metavar="PATH",
-        help="many inputs: where the ones that could not be read are listed (default: "
-        "beside --out, OUT.failures.jsonl)",
-    )  # fmt: skip
-    p.add_argument(
-        "--fail-fast", action="store_true",
-        help="many inputs: stop at the first that cannot be read (default: list it, go on)",
-    )  # fmt: skip
+    add_many_options(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results file")
     add_long_options(p, workers_help="threads (or processes, actors) running the function")
     add_chunk_options(p)
     p.set_defaults(run=run_map, reads=("input",), writes=("out", "failures"))
-
-
-PARTIAL = 4
-"""The exit code of a job over many inputs that finished without some of them (listed in
-the report and the failures file)."""
 
 
 def answers_stage(pipeline: Any, *, fn: Any, workers: int, reuse: Any) -> Any:
@@ -128,7 +115,6 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     (exit code :data:`PARTIAL`), or with ``--fail-fast`` stops."""
     from .. import Pipeline, VideoFiles
     from ..identity import code_identity
-    from ..io.publish import write_output
     from ..io.results import ResultsSink
     from ..models import PerWorker
     from .common import UsageError, emit_report
@@ -163,15 +149,9 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         ),
     )  # fmt: skip
     failed = report.extra.get("source", {}).get("failed", [])
-    failures = Path(args.failures or f"{args.out}.failures.jsonl")
-    if failed:
-        lines = "".join(json.dumps(f) + "\n" for f in failed)
-        write_output(failures, lines, overwrite=True)
-        written["failures"] = str(failures)
-        print(f"hyperframes: {len(failed)} of {len(source.inputs)} inputs could not be read; "
-              f"listed in {failures}", file=sys.stderr)  # fmt: skip
-    elif args.failures is None and failures.is_file():
-        failures.unlink()  # an earlier run's list, of files that now read
+    listed = publish_failures(failed, args.failures, args.out, total=len(source.inputs))
+    if listed:
+        written["failures"] = listed
     emit_report(args.observe, report, **written)
     return PARTIAL if failed else 0
 

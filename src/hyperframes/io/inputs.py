@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import itertools
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -53,16 +54,27 @@ RESERVED = ("path", "start", "stop")
 @dataclass(frozen=True)
 class Input:
     """One input of a job: an absolute path, the frames to read (``start``, ``stop``:
-    indices) and the manifest's other columns."""
+    indices), the manifest's other columns, and its path relative to where the job found
+    it (the folder, the glob's fixed part, the manifest's folder; else its name), which
+    names its output where each input has one."""
 
     path: str
     start: int = 0
     stop: int | None = None
     columns: Mapping[str, Any] = field(default_factory=dict)
+    relative: str = ""
 
     @property
     def name(self) -> str:
         return os.path.basename(self.path)
+
+    def output_in(self, folder: str | os.PathLike[str], suffix: str | None = None) -> Path:
+        """Where this input's output goes in ``folder``: its relative path, with
+        ``suffix`` if given (a range of frames adds ``_START-STOP`` to the name)."""
+        out = Path(folder) / (self.relative or self.name)
+        if self.start or self.stop is not None:
+            out = out.with_name(f"{out.stem}_{self.start}-{self.stop or 'end'}{out.suffix}")
+        return out.with_suffix(suffix) if suffix else out
 
 
 def is_many(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
@@ -89,11 +101,12 @@ def expand(spec: str | os.PathLike[str] | Sequence[Any]) -> list[Input]:
         if text.lower().endswith(MANIFESTS) and not _is_glob(text):
             found = _manifest(Path(text))
         elif os.path.isdir(text):
-            found = [Input(p) for p in _videos_in(Path(text))]
+            found = [_within(p, text) for p in _videos_in(Path(text))]
             if not found:
                 raise FileNotFoundError(f"no video in the folder {text!r} (nor below it)")
         elif _is_glob(text):
-            found = [Input(os.path.abspath(p)) for p in glob.glob(text, recursive=True)
+            fixed = _fixed_part(text)
+            found = [_within(os.path.abspath(p), fixed) for p in glob.glob(text, recursive=True)
                      if os.path.isfile(p)]  # fmt: skip
             if not found:
                 raise FileNotFoundError(f"the pattern {text!r} matches no file")
@@ -127,6 +140,17 @@ def _videos_in(folder: Path) -> list[str]:
     ]
 
 
+def _within(path: str, base: str) -> Input:
+    return Input(path, relative=os.path.relpath(path, os.path.abspath(base)))
+
+
+def _fixed_part(pattern: str) -> str:
+    """The folder a glob starts in: its parts before the first with a wildcard."""
+    parts = Path(pattern).parts
+    fixed = [p for p in itertools.takewhile(lambda p: not any(c in p for c in "*?["), parts)]
+    return str(Path(*fixed)) if fixed else "."
+
+
 def _is_glob(text: str) -> bool:
     return any(c in text for c in "*?[") and not os.path.exists(text)
 
@@ -143,7 +167,10 @@ def _listed(item: Any, base: Path) -> Input:
     if not path.is_file():
         raise FileNotFoundError(f"{str(path)!r} is listed as an input but is not a file")
     start, stop = _frame(row.pop("start", None), "start"), _frame(row.pop("stop", None), "stop")
-    return Input(os.path.abspath(path), start or 0, stop, row)
+    absolute = os.path.abspath(path)
+    inside = not os.path.relpath(absolute, base).startswith("..")
+    relative = os.path.relpath(absolute, base) if inside else os.path.basename(absolute)
+    return Input(absolute, start or 0, stop, row, relative)
 
 
 def _frame(value: Any, name: str) -> int | None:

@@ -1,10 +1,10 @@
 """Many videos as one source: the frames of every input in turn (``hf.VideoFiles``).
 
 The inputs (a folder, a glob, a manifest or a list: :mod:`.inputs`) are fixed and sorted
-when the source is made, and each is looked at then: one whose frames have another size
-than the rest is refused before any work unless ``size`` resizes them all; one that
-cannot be opened is listed as failed. While the run goes, a file that fails part-way is
-listed too (with the frames it gave) and the next one is read, or with
+when the source is made. Without ``size`` each is looked at then, and frames of several
+sizes are refused before any work; with ``size`` every file is read at that size and each
+is opened only when reached. One that cannot be opened is listed as failed, as is one that
+fails part-way (with the frames it gave), and the next one is read; with
 ``on_error="fail"`` the run stops there. A batch never holds frames of two files.
 
 Each frame's metadata says where it came from: ``meta["input"]`` (its input's position in
@@ -78,11 +78,16 @@ class VideoFiles(Source):
         }  # fmt: skip
         self.failed: list[dict[str, Any]] = []
         self._sources: dict[int, VideoSource] = {}
+        self._later: set[int] = set()  # looked at only when reached
         for k, item in enumerate(self.inputs):
             try:
                 self._sources[k] = self._source(item)
             except READ_ERRORS as exc:
                 self._fail(k, exc, frames=0)
+                continue
+            if size is not None:  # every file is read at this size: no need to look ahead
+                self._later = set(range(k + 1, len(self.inputs)))
+                break
         if not self._sources:
             reasons = "; ".join(f"{f['path']}: {f['reason']}" for f in self.failed[:3])
             raise ValueError(f"none of the {len(self.inputs)} inputs can be read ({reasons})")
@@ -98,7 +103,8 @@ class VideoFiles(Source):
             )
         self.spec = specs[first]
         lengths = [s.length for s in self._sources.values()]
-        self.length = None if None in lengths else sum(int(n or 0) for n in lengths)
+        known = None not in lengths and not self._later
+        self.length = sum(int(n or 0) for n in lengths) if known else None
         self.info = {
             "source": "videos",
             "inputs": [{"path": i.path, **i.columns} for i in self.inputs],
@@ -126,6 +132,11 @@ class VideoFiles(Source):
     def read_into(self, out: np.ndarray) -> Chunk:
         while self._k < len(self.inputs):
             source = self._sources.get(self._k)
+            if source is None and self._k in self._later:  # opened only now (size= given)
+                try:
+                    source = self._sources[self._k] = self._source(self.inputs[self._k])
+                except READ_ERRORS as exc:
+                    self._fail(self._k, exc, frames=0)
             if source is None:  # failed when it was looked at
                 self._k += 1
                 continue
@@ -153,6 +164,8 @@ class VideoFiles(Source):
         return Chunk(np.empty(0, np.int64))
 
     def _next_input(self, *, done: bool) -> None:
+        if self._k in self._later:  # made when reached: let it go (a job of 100,000 files)
+            self._sources.pop(self._k, None)
         if done:
             seconds = round(time.perf_counter() - self._since, 3)
             self._figures.append(

@@ -1,0 +1,211 @@
+"""``hyperframes transcode``: decode, optionally filter or resize, encode; one input into
+one output, or many into a folder. The options are read once into a :class:`TranscodeJob`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..io.inputs import is_many
+from .common import Seconds, UsageError, emit_report, print_json, reuse_of
+from .many import PARTIAL, each, publish_failures
+from .observe import observed, observed_run, workers_of
+from .options import Encoding, Observe, Scale
+from .scale import ray_for_chunks
+from .streams import carry_of, frame_range, not_carried
+
+if TYPE_CHECKING:
+    from .. import RunReport
+    from ..io.formats import OnCorrupt, PixFmt
+    from ..io.video import Rotation
+    from ..modes import ReuseTarget
+
+
+@dataclass(frozen=True)
+class TranscodeJob:
+    """A transcode, as its options ask for it: read once from the command line
+    (:meth:`of`), or made by a command that transcodes on its way (``demo``)."""
+
+    input: str
+    output: str
+    encoding: Encoding = field(default_factory=Encoding)
+    observe: Observe = field(default_factory=Observe)
+    scale: Scale = field(default_factory=Scale)
+    size: tuple[int, int] | None = None
+    start: int | Seconds = 0
+    stop: int | Seconds | None = None
+    every: int = 1
+    loop: int = 1
+    audio: str = "keep"
+    audio_codec: str | None = None
+    subtitles: str = "keep"
+    on_corrupt: OnCorrupt = "fail"
+    rotation: Rotation | None = None
+    map: str | None = None
+    reuse: ReuseTarget | None = None
+    chunks: int | None = None
+    batch_size: int | None = None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> TranscodeJob:
+        """The job of ``transcode``'s options (``--reuse-target`` checked with ``--map``)."""
+        groups = {"encoding", "observe", "scale", "reuse"}
+        own = [f.name for f in dataclasses.fields(cls) if f.name not in groups]
+        reuse = reuse_of(args) if args.map is not None else None
+        return cls(encoding=args.encoding, observe=args.observe, scale=args.scale, reuse=reuse,
+                   **{name: vars(args)[name] for name in own})  # fmt: skip
+
+
+def run_transcode(args: argparse.Namespace) -> int:
+    job = TranscodeJob.of(args)
+    if job.scale.workers is not None and job.map is None and job.chunks is None:
+        raise UsageError(
+            "--workers sets the threads of --map's function, and this transcode has none "
+            "(decoding and encoding use every core on their own); drop --workers"
+        )
+    if is_many(job.input):
+        return transcode_many(job, args)
+    report, extra = transcode(job)
+    emit_report(job.observe, report, **extra)
+    return 0
+
+
+def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
+    """``transcode INPUTS FOLDER``: each input into ``FOLDER`` under its own name (the
+    folders it was found in kept, ``--suffix`` for another container), one after the
+    other in this process; an input that cannot be read is listed and the rest go on."""
+    from ..io.inputs import expand
+
+    folder = Path(job.output)
+    if folder.suffix and not folder.is_dir():
+        raise UsageError(
+            f"with many inputs OUTPUT is a folder (one output per input, named after it), "
+            f"got {str(folder)!r}; name a folder, and --suffix for the outputs' container"
+        )
+    for flag, given in (("--chunks", job.chunks is not None), ("--loop", job.loop > 1),
+                        ("--start/--stop", job.start != 0 or job.stop is not None)):  # fmt: skip
+        if given:
+            raise UsageError(f"{flag} takes one input for now; drop {flag}")
+    inputs = expand(job.input)
+
+    def one(item: Any) -> dict[str, Any]:
+        target = item.output_in(folder, args.suffix)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        each_job = dataclasses.replace(
+            job, input=item.path, output=str(target), start=item.start, stop=item.stop
+        )
+        report, _ = transcode(each_job)
+        return {"output": str(target), "frames": report.frames}
+
+    done, failed = each(inputs, one, fail_fast=args.fail_fast)
+    listed = publish_failures(failed, args.failures, folder, total=len(inputs))
+    summary = {"inputs": len(inputs), "frames": sum(d["frames"] for d in done),
+               "outputs": done, "failed": failed}  # fmt: skip
+    if listed:
+        summary["failures"] = listed
+    if job.observe.json:
+        print_json(summary)
+    else:
+        print(f"{len(done)} of {len(inputs)} inputs transcoded into {folder} "
+              f"({summary['frames']} frames)")  # fmt: skip
+    return PARTIAL if failed else 0
+
+
+def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
+    """Run ``job``; returns the report and extra figures."""
+    from .. import Pipeline
+    from ..io.loop import Looped
+    from ..io.probe import probe
+    from ..io.video import VideoSource
+    from ..io.video_sink import VideoSink
+
+    if Path(job.input).resolve() == Path(job.output).resolve():
+        raise ValueError("the output is the input; write to another path")
+
+    facts = probe(job.input)
+    start, stop = frame_range(job.input, job.start, job.stop)
+    planar = planar_path(job, facts)
+    pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
+    if job.map is not None and job.chunks is not None:
+        raise UsageError("--map runs in one process for now; drop --chunks")
+    carry = None
+    if job.loop == 1:  # the other streams go along where the frames keep the input's clock
+        carry = carry_of(job.output, audio=job.audio, audio_codec=job.audio_codec,
+                         subtitles=job.subtitles)  # fmt: skip
+    if job.chunks is not None:
+        if job.every > 1:
+            raise UsageError("--every does not combine with --chunks yet; drop one")
+        chunked = transcode_chunked(job, (start, stop), pix_fmt, carry)
+        return not_carried(*chunked, facts, loop=job.loop)
+
+    def make() -> VideoSource:
+        # the source resizes every frame to --size as it decodes it, so a stream whose
+        # frame size changes part-way comes out at one size
+        return VideoSource(
+            job.input, start=start, stop=stop, on_corrupt=job.on_corrupt, pix_fmt=pix_fmt,
+            size=job.size, rotation=job.rotation, step=job.every,
+        )  # fmt: skip
+
+    source: VideoSource | Looped = Looped(make, times=job.loop) if job.loop > 1 else make()
+    options = job.encoding.options(input_pix_fmt="yuv420p" if planar else None, carry=carry)
+    sink = VideoSink(job.output, overwrite=job.encoding.overwrite, **options)
+    pipeline = Pipeline.from_source(source, batch_size=job.batch_size)
+    if job.map is not None:
+        from ..models import load
+
+        fn = load(job.map)
+        pipeline = pipeline.map(fn, workers=workers_of(job.scale), reuse=job.reuse)
+    report, extra = observed_run(job.observe, job.scale, pipeline.to(sink), "transcode")
+    skipped = getattr(source, "skipped", [])
+    if skipped:
+        extra["skipped_frames"] = skipped
+    return not_carried(report, extra, facts, loop=job.loop)
+
+
+def transcode_chunked(
+    job: TranscodeJob, frames: tuple[int, int | None], pix_fmt: PixFmt, carry: Any
+) -> tuple[RunReport, dict[str, Any]]:
+    """``transcode --chunks`` of ``frames`` (start, stop): segments at keyframes as Ray
+    tasks, joined by stream copy."""
+    from ..chunked import run_chunked
+
+    if job.loop > 1:
+        raise UsageError("--chunks cuts one input at its keyframes; it cannot take --loop")
+    planar = {"input_pix_fmt": "yuv420p"} if pix_fmt == "yuv420p" else {}
+    executor = ray_for_chunks(job.scale)
+
+    def run(bar: Any, watch: Any) -> RunReport:
+        return run_chunked(
+            job.input, job.output, start=frames[0], stop=frames[1],
+            source_options={"size": job.size, "pix_fmt": pix_fmt, "on_corrupt": job.on_corrupt,
+                            "rotation": job.rotation},
+            executor=executor, segments=job.chunks or None, batch_size=job.batch_size,
+            memory=job.scale.memory, overwrite=job.encoding.overwrite, progress=bar,
+            monitor=watch, carry=carry, **job.encoding.options(**planar),
+        )  # fmt: skip
+
+    report, extra = observed(job.observe, "transcode", run)
+    skipped = report.extra["chunks"].get("skipped_frames")
+    if skipped:
+        extra["skipped_frames"] = skipped
+    return report, extra
+
+
+def planar_path(job: TranscodeJob, facts: dict[str, Any]) -> bool:
+    """Whether a transcode can stay in yuv420p from decoder to encoder (no colour conversion):
+    a yuv420p input (``facts`` as :func:`~hyperframes.io.probe.probe` gives them), a yuv420p
+    encoder, and even sizes throughout."""
+    size = job.size or (facts["width"], facts["height"])
+    codec, pix_fmt = job.encoding.codec, job.encoding.pix_fmt
+    encoded = pix_fmt or ("yuv420p" if codec != "ffv1" else None)
+    return (
+        job.rotation != "apply"  # planes cannot be turned
+        and job.map is None  # a filter takes RGB frames
+        and facts.get("pix_fmt") == "yuv420p"
+        and encoded == "yuv420p"
+        and all(v % 2 == 0 for v in (*size, facts["width"], facts["height"]))
+    )
