@@ -24,20 +24,16 @@ many files. Run: ``python benchmarks/many_inputs.py [--clips 400] [--repeats 2] 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import av
 import numpy as np
-import psutil
 
 from clips import clip_folder  # this folder's helper: the real clips
+from map_job import measure  # the same measure as the map benchmark: wall, tree PSS
 
 CACHE = Path(tempfile.gettempdir()) / "hyperframes-many-inputs"
 FUNCTION = """
@@ -148,38 +144,6 @@ def make_clips(count: int, folder: Path) -> tuple[Path, Path, Path, int]:
     return clips, uniform, long, total
 
 
-def tree_pss(root: psutil.Process) -> int:
-    total = 0
-    for proc in [root, *root.children(recursive=True)]:
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            total += proc.memory_full_info().pss
-    return total
-
-
-def timed(argv: list[str], cwd: Path) -> dict[str, float]:
-    """Wall seconds and peak PSS of a whole command."""
-    start = time.perf_counter()
-    env = {"PYTHONPATH": str(cwd), "PATH": "/usr/bin:/bin"}
-    pipe = subprocess.PIPE
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=pipe, stderr=pipe, text=True, env=env)
-    root, peak, done = psutil.Process(proc.pid), [0], threading.Event()
-
-    def sample() -> None:
-        while not done.wait(0.2):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                peak[0] = max(peak[0], tree_pss(root))
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    _, err = proc.communicate()
-    wall = time.perf_counter() - start
-    done.set()
-    sampler.join()
-    if proc.returncode not in (0, 4):
-        raise SystemExit(f"{argv[:4]} failed ({proc.returncode}): {err[-800:]}")
-    return {"wall": wall, "pss": peak[0] / 2**20}
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clips", type=int, default=400)
@@ -211,7 +175,9 @@ def main() -> int:
     best: dict[str, dict[str, float]] = {}
     for _ in range(args.repeats):
         for name, argv in approaches.items():
-            got = timed(argv, folder)
+            env = {"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin"}
+            got = measure(argv, env, folder, ok=(0, 4))  # 4: one input damaged, on purpose
+            got["pss"] /= 2**20
             if name not in best or got["wall"] < best[name]["wall"]:
                 best[name] = got
     print(f"{args.clips} clips, {frames} frames (the long file holds the same frames)\n")

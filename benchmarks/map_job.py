@@ -158,9 +158,13 @@ def command(mode: str, clip: Path, out: Path, model: str = MODEL) -> list[str]:
 
 
 def measure(
-    argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    ok: tuple[int, ...] = (0,),
 ) -> dict[str, Any]:
-    """``argv``'s wall time and the peak PSS of its process tree (and its stdout, ``out``)."""
+    """``argv``'s wall time and the peak PSS of its process tree (and its stdout, ``out``);
+    an exit code not in ``ok`` is raised."""
     env = env or {**os.environ, "PYTHONPATH": f"{HERE}:{os.environ.get('PYTHONPATH', '')}"}
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
@@ -177,7 +181,7 @@ def measure(
     wall = time.perf_counter() - t0
     done.set()
     sampler.join()
-    if proc.returncode:
+    if proc.returncode not in ok:
         raise RuntimeError(f"{argv[:3]} failed ({proc.returncode}): {err.decode()[-800:]}")
     return {"wall": wall, "pss": peak[0], "out": out.decode()}
 
