@@ -12,9 +12,9 @@ fixed, sorted list of :class:`Input` when a job starts.
   other columns, which the results carry. Paths are relative to the manifest.
 
 Example:
-    >>> [i.path for i in expand(["b.mp4", "a.mp4"])] == sorted(
-    ...     os.path.abspath(p) for p in ["a.mp4", "b.mp4"])
-    True
+    >>> inputs = expand("clips/")  # doctest: +SKIP
+    >>> Input("/data/clips/day1/a.mp4", relative="day1/a.mp4").output_in("out", ".mkv")
+    PosixPath('out/day1/a.mkv')
 """
 
 from __future__ import annotations
