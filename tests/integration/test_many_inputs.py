@@ -198,3 +198,18 @@ def test_info_gives_a_line_per_input(folder: Path, capsys):
     assert [Path(r["path"]).name for r in rows] == [
         "bikes.mp4", "broken.mp4", "bunny.video", "carphone.mp4"]  # fmt: skip
     assert "error" in rows[1] and rows[0]["width"] == 640
+
+
+def test_a_missing_file_in_a_manifest_is_listed_and_hidden_folders_are_not_searched(
+    folder: Path, tmp_path: Path, capsys
+):
+    (folder / ".cache").mkdir()
+    shutil.copy(folder / "bikes.mp4", folder / ".cache" / "copy.mp4")
+    assert ".cache" not in " ".join(i.path for i in expand(folder))
+    manifest = tmp_path / "list.txt"
+    manifest.write_text("clips/bikes.mp4\nclips/gone.mp4\n")
+    out = tmp_path / "rows.jsonl"
+    assert main(["map", str(manifest), "brightness_fn:brightness", "--out", str(out)]) == PARTIAL
+    assert "gone.mp4" in Path(f"{out}.failures.jsonl").read_text()
+    assert {Path(r["path"]).name for r in rows_of(out)} == {"bikes.mp4"}
+    capsys.readouterr()

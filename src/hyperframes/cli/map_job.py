@@ -133,7 +133,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     )  # fmt: skip
     job = {
         "inputs": [
-            {"path": i.path, "bytes": os.path.getsize(i.path), "start": i.start, "stop": i.stop}
+            {"path": i.path, "bytes": _size(i.path), "start": i.start, "stop": i.stop}
             for i in source.inputs
         ],
         "function": code_identity(fn),
@@ -154,6 +154,10 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         written["failures"] = listed
     emit_report(args.observe, report, **written)
     return PARTIAL if failed else 0
+
+
+def _size(path: str) -> int | None:
+    return os.path.getsize(path) if os.path.isfile(path) else None  # missing: listed
 
 
 def _resumed_source(args: argparse.Namespace, out: Path, options: dict[str, Any]) -> Any:

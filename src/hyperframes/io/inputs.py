@@ -88,9 +88,12 @@ def is_many(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
 def expand(spec: str | os.PathLike[str] | Sequence[Any]) -> list[Input]:
     """The inputs ``spec`` names, sorted by path (each once).
 
+    A listed path that is missing stays in the list: reading it fails, and a job over
+    many inputs lists it with the others that cannot be read.
+
     Raises:
-        FileNotFoundError: a folder, manifest or listed path that does not exist, or a
-            glob or folder that names no video.
+        FileNotFoundError: a folder or manifest that does not exist, or a glob or folder
+            that names no video.
         ValueError: a manifest without a ``path`` column, or with a ``start``/``stop``
             that is not a frame index.
     """
@@ -132,12 +135,13 @@ def is_video(path: Path) -> bool:
 
 
 def _videos_in(folder: Path) -> list[str]:
-    return [
-        os.path.abspath(Path(root) / name)
-        for root, dirs, names in os.walk(folder)
-        for name in names
-        if not name.startswith(".") and is_video(Path(root) / name)
-    ]
+    """The videos in ``folder`` and below, hidden files and folders left out."""
+    found = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [os.path.abspath(Path(root) / name) for name in names
+                  if not name.startswith(".") and is_video(Path(root) / name)]  # fmt: skip
+    return found
 
 
 def _within(path: str, base: str) -> Input:
@@ -163,9 +167,7 @@ def _listed(item: Any, base: Path) -> Input:
     if "path" not in row or row["path"] in (None, ""):
         raise ValueError(f"a manifest row needs a path; got {row}")
     path = Path(os.fspath(row.pop("path")))
-    path = path if path.is_absolute() else base / path
-    if not path.is_file():
-        raise FileNotFoundError(f"{str(path)!r} is listed as an input but is not a file")
+    path = path if path.is_absolute() else base / path  # a missing one fails when read
     start, stop = _frame(row.pop("start", None), "start"), _frame(row.pop("stop", None), "stop")
     absolute = os.path.abspath(path)
     inside = not os.path.relpath(absolute, base).startswith("..")
