@@ -292,6 +292,7 @@ def test_a_failed_segment_is_named_and_the_rerun_resumes(ray_cluster, scene, cap
 
 
 @ray_only
+@pytest.mark.slow  # 12 s: a kill trial, the slow run's
 def test_a_killed_driver_leaves_finished_segments_and_the_rerun_does_only_the_rest(
     ray_cluster, scene, tmp_path
 ):

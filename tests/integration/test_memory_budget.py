@@ -116,6 +116,7 @@ def clip_4k(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow  # 15 s with its 4K clip: the slow run's
 def test_pack_at_4k_follows_the_budget(clip_4k, tmp_path):
     """The pools, the sink's group buffer and the groups being encoded all count."""
     script = (

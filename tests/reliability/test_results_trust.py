@@ -582,6 +582,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 
+@pytest.mark.slow  # 11 s: the slow run's
 def test_heavy_answers_stay_within_the_sinks_share_of_the_plan(model, tmp_path):
     """400 answers of 256 KiB (about 900 MiB as Python lists, which rows buffered by count
     held at once): the peak RSS over a run of tiny answers stays within the share of the
