@@ -199,7 +199,8 @@ def main() -> int:
         pss = best["hf folder"]["pss"] / best["ray data"]["pss"]
         print(f"hf folder / ray data fps: {ray_ratio:.2f}x (goal >= 1.5), "
               f"PSS {pss:.2f}x (goal <= 0.33)")  # fmt: skip
-    print(json.dumps({"frames": frames, **{k: v for k, v in best.items()}}))
+    figures = {name: {k: got[k] for k in ("wall", "pss")} for name, got in best.items()}
+    print(json.dumps({"frames": frames, **figures}))
     return 0
 
 
