@@ -60,15 +60,12 @@ def answers_stage(pipeline: Any, *, fn: Any, workers: int, reuse: Any) -> Any:
 
 
 def run_map(args: argparse.Namespace) -> int:
-    from .. import Pipeline
     from ..identity import code_identity
     from ..io.fingerprint import video_fingerprint
     from ..io.results import ResultsSink, format_of, has_parts
     from ..io.video import VideoSource
-    from ..models import PerWorker, load
+    from ..models import load
     from .common import UsageError, emit_report
-    from .observe import observed
-    from .scale import executor_for, ship_module_of
 
     if args.resume and args.overwrite:
         raise UsageError("pass either --resume (continue the rows) or --overwrite, not both")
@@ -95,14 +92,7 @@ def run_map(args: argparse.Namespace) -> int:
         source = VideoSource(args.input, start=args.start, stop=args.stop, **options)
     sink = ResultsSink(out, values=["value"], job=job, resume=args.resume,
                        overwrite=args.overwrite)  # fmt: skip
-    executor = executor_for(args.scale)
-    ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
-    pipeline = build(Pipeline.from_source(source, batch_size=args.batch_size)).to(sink)
-    report, written = observed(
-        args.observe, "map", lambda bar, watch: pipeline.run(
-            progress=bar, monitor=watch, memory=args.memory, executor=executor
-        ),
-    )  # fmt: skip
+    report, written = _answered(args, fn, build, source, sink)
     if args.resume and args.reuse_target is not None and source.start > args.start:
         report.extra.setdefault("sink", {})["resumed_from"] = source.start  # see the README
     emit_report(args.observe, report, **written)
@@ -113,13 +103,10 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     """``map INPUTS``: every input's rows in one results file, each row naming its input;
     an input that cannot be read is listed (the report, ``--failures``) and the job goes on
     (exit code :data:`PARTIAL`), or with ``--fail-fast`` stops."""
-    from .. import Pipeline, VideoFiles
+    from .. import VideoFiles
     from ..identity import code_identity
     from ..io.results import ResultsSink
-    from ..models import PerWorker
     from .common import UsageError, emit_report
-    from .observe import observed
-    from .scale import executor_for, ship_module_of
 
     for flag, given in (("--resume", args.resume), ("--chunks", args.chunks is not None),
                         ("--reuse-target", args.reuse_target is not None),
@@ -140,20 +127,31 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         "options": {key: getattr(args, key) for key in ("size", "every", "on_corrupt")},
     }
     sink = ResultsSink(args.out, values=["value"], job=job, overwrite=args.overwrite)
-    executor = executor_for(args.scale)
-    ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
-    pipeline = build(Pipeline.from_source(source, batch_size=args.batch_size)).to(sink)
-    report, written = observed(
-        args.observe, "map", lambda bar, watch: pipeline.run(
-            progress=bar, monitor=watch, memory=args.memory, executor=executor
-        ),
-    )  # fmt: skip
+    report, written = _answered(args, fn, build, source, sink)
     failed = report.extra.get("source", {}).get("failed", [])
     listed = publish_failures(failed, args.failures, args.out, total=len(source.inputs))
     if listed:
         written["failures"] = listed
     emit_report(args.observe, report, **written)
     return PARTIAL if failed else 0
+
+
+def _answered(args: argparse.Namespace, fn: Any, build: Any, source: Any, sink: Any) -> Any:
+    """Run ``fn``'s answers from ``source`` into ``sink`` under the executor, the bar and
+    the monitors the options ask for; the report and what was written where."""
+    from .. import Pipeline
+    from ..models import PerWorker
+    from .observe import observed
+    from .scale import executor_for, ship_module_of
+
+    executor = executor_for(args.scale)
+    ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
+    pipeline = build(Pipeline.from_source(source, batch_size=args.batch_size)).to(sink)
+    return observed(
+        args.observe, "map", lambda bar, watch: pipeline.run(
+            progress=bar, monitor=watch, memory=args.memory, executor=executor
+        ),
+    )  # fmt: skip
 
 
 def _size(path: str) -> int | None:
