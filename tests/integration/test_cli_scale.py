@@ -195,6 +195,7 @@ def test_render_under_ray_equals_threads(ray_cluster, scene, capsys):
     np.testing.assert_array_equal(frames_of(Path("ray.mkv")), expected_render(100))
 
 
+@pytest.mark.slow  # starts its own Ray: 9 s
 @ray_only
 def test_a_local_ray_the_command_starts_keeps_its_info_off_the_terminal(ray_cluster, scene):
     """With no address the command starts a Ray of its own, as its help says, and does not
@@ -326,6 +327,7 @@ def test_a_killed_driver_leaves_finished_segments_and_the_rerun_does_only_the_re
     np.testing.assert_array_equal(frames_of(tmp_path / "out.mkv"), expected_render(600))
 
 
+@pytest.mark.slow  # a node killed and replaced: 10 s
 @ray_only
 def test_a_lost_node_mid_run_is_retried_elsewhere(ray_cluster, scene, tmp_path):
     """Ray reruns the tasks of a node that dies on the nodes left: the output is whole."""

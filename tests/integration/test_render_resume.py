@@ -75,7 +75,9 @@ def frames_of(path: Path) -> list[np.ndarray]:
         return [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGINT, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)]
+)
 def test_interrupted_render_resumes(tmp_path, signum):
     said = interrupt_after_first_segment(tmp_path, signum)
     assert not (tmp_path / "out.mkv").exists()
@@ -160,6 +162,7 @@ def test_a_failing_segment_says_what_is_kept(tmp_path):
     assert not (tmp_path / "out.mkv").exists()
 
 
+@pytest.mark.slow  # two chunked renders: 7 s
 def test_resume_refuses_segments_of_another_job(tmp_path):
     """Segments kept by a render of another function are not resumed into this one: the
     rerun with --resume says so and keeps them; without --resume it starts over."""

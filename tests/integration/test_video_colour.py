@@ -47,8 +47,8 @@ def test_ffmpeg_colour_is_pyav_rgb_exactly_on_real_clips(
 
 @pytest.mark.parametrize(
     ("name", "largest", "mean"),
-    [("bigbuckbunny.mp4", 16, 1.03), ("bikes.mp4", 3, 1.15)],
-)
+    [pytest.param("bigbuckbunny.mp4", 16, 1.03, marks=pytest.mark.slow), ("bikes.mp4", 3, 1.15)],
+)  # the larger clip in the slow run
 def test_fast_colour_differs_as_documented(
     clip_path: Callable[[str], Path], name: str, largest: int, mean: float
 ) -> None:

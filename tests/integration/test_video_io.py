@@ -265,6 +265,7 @@ def x264_settings(path: str | Path) -> dict[str, str]:
     return dict(item.split("=", 1) for item in options.split() if "=" in item)
 
 
+@pytest.mark.slow  # 14 s of x264 at 1080p
 def test_x264_uses_frame_threads_and_keeps_every_frame_in_order(tmp_path, make_frames):
     # FFmpeg's own default (frame threads, as the ffmpeg command uses), not PyAV's slices
     # (x264 slices a frame of 192 rows or more); with B-frames and several frames in
