@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from .common import positive_int, print_json
+from .many import add_rate_option
 from .observe import add_long_options, observed
 from .scale import executor_for
 
@@ -15,7 +16,9 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("analyze", help="what hyperframes would do with a video, measured")
-    p.add_argument("input")
+    p.add_argument("input", help="a video, or an image sequence (a folder of images, "
+                   "'frames/frame_%%04d.png', a quoted glob of images)")  # fmt: skip
+    add_rate_option(p)
     p.add_argument("--threshold", type=float, default=None, help="grouping threshold (MSE)")
     p.add_argument("--min-len", type=positive_int, default=None)
     p.add_argument("--max-len", type=positive_int, default=None)
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis import analyze, percent, plot_timeline
     from ..engine.sizing import default_budget
     from ..hyper.grouping.grouper import GroupingOptions
-    from ..io.video import VideoSource
+    from ..io.sources import open_input
     from ..store.modes import estimate_modes
     from ..store.sink import plan_pack
     from .store import default_planes
@@ -58,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
     # what a default pack does: the same frames (the decoder's planes where it keeps
     # them) and the same longest group (fitted to the memory budget)
-    source = VideoSource(args.input, pix_fmt=default_planes(args.input))
+    source = open_input(args.input, pix_fmt=default_planes(args.input), rate=args.rate)
     min_len = args.min_len if args.min_len is not None else GroupingOptions().min_len
     max_len = args.max_len or plan_pack(
         source.spec, args.memory or default_budget(), min_len=min_len,

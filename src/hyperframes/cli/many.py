@@ -1,5 +1,6 @@
-"""What the commands that take many inputs share: their options, the list of inputs that
-failed (in the report, in a failures file, on stderr) and the exit code that says some did.
+"""What the commands share about their inputs: an image sequence's ``--rate``; and where
+they take many, their options, the list of inputs that failed (in the report, in a
+failures file, on stderr) and the exit code that says some did.
 
 ``map`` reads every input in one pipeline (``hf.VideoFiles``); ``transcode`` and ``info``
 take them one after the other in this process (:func:`each`), one output per input.
@@ -34,6 +35,37 @@ def add_many_options(p: argparse.ArgumentParser) -> None:
         "--fail-fast", action="store_true",
         help="many inputs: stop at the first that cannot be read (default: list it, go on)",
     )  # fmt: skip
+
+
+def add_rate_option(p: argparse.ArgumentParser) -> None:
+    """``--rate``: an image sequence's frame rate."""
+    p.add_argument(
+        "--rate", type=frame_rate, default=None, metavar="FPS",
+        help="an image sequence's frames a second (24, 30000/1001; default 25); a video "
+        "has its own",
+    )  # fmt: skip
+
+
+def frame_rate(text: str) -> str:
+    """A rate as ``--rate`` takes it (``24``, ``29.97``, ``30000/1001``), checked."""
+    from fractions import Fraction
+
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        value = Fraction(0)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a rate is a number above 0 or A/B, got {text!r}")
+    return text
+
+
+def refuse_rate(rate: str | None) -> None:
+    """``--rate`` is an image sequence's: many inputs are videos, each with its own."""
+    if rate is not None:
+        from .common import UsageError
+
+        raise UsageError("--rate is an image sequence's; these inputs are videos, each with a "
+                         "frame rate of its own: drop --rate")  # fmt: skip
 
 
 def each(

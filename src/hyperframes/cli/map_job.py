@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..io.inputs import is_many
+from ..io.inputs import is_image_sequence, is_many
 from .common import add_function_options, frame_size, positive_int, reuse_of
-from .many import PARTIAL, add_many_options, publish_failures
+from .many import PARTIAL, add_many_options, add_rate_option, publish_failures, refuse_rate
 from .observe import add_long_options, workers_of
 from .scale import add_chunk_options
 
@@ -29,9 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "input", metavar="INPUT",
-        help="a video, or many: a folder (searched below), a quoted glob ('clips/**/*.mp4') "
-        "or a manifest (.txt, .csv, .jsonl, .parquet with a path column)",
+        help="a video, an image sequence (a folder of images, 'frames/frame_%%04d.png', a "
+        "quoted glob of images), or many videos: a folder (searched below), a quoted glob "
+        "('clips/**/*.mp4') or a manifest (.txt, .csv, .jsonl, .parquet with a path column)",
     )  # fmt: skip
+    add_rate_option(p)
     p.add_argument("function", metavar="MODULE:NAME")
     p.add_argument("--out", required=True, help="results file: .jsonl or .parquet")
     p.add_argument("--size", type=frame_size, default=None, help="resize frames to WxH first")
@@ -61,9 +63,9 @@ def answers_stage(pipeline: Any, *, fn: Any, workers: int, reuse: Any) -> Any:
 
 def run_map(args: argparse.Namespace) -> int:
     from ..identity import code_identity
-    from ..io.fingerprint import video_fingerprint
+    from ..io.fingerprint import input_fingerprint
     from ..io.results import ResultsSink, format_of, has_parts
-    from ..io.video import VideoSource
+    from ..io.sources import open_input
     from ..models import load
     from .common import UsageError, emit_report
 
@@ -77,19 +79,22 @@ def run_map(args: argparse.Namespace) -> int:
         return _run_many(args, fn, build)
     if args.chunks is not None:
         return _run_chunked(args, fn, build)
+    keys = ("size", "start", "stop", "every", "on_corrupt", "reuse_target", "agree")
     job = {
-        "input": video_fingerprint(args.input),
+        "input": input_fingerprint(args.input),
         "function": code_identity(fn),
-        "options": {key: getattr(args, key) for key in
-                    ("size", "start", "stop", "every", "on_corrupt", "reuse_target", "agree")},
-    }  # fmt: skip
+        # (the rate only where given: the records of earlier runs resume as they were)
+        "options": {key: getattr(args, key) for key in keys}
+        | ({"rate": args.rate} if args.rate is not None else {}),
+    }
     out = Path(args.out)
     if args.resume and out.exists() and not has_parts(out):
         return _finished(out, job)
-    options = {"size": args.size, "step": args.every, "on_corrupt": args.on_corrupt}
+    options = {"size": args.size, "step": args.every, "on_corrupt": args.on_corrupt,
+               "rate": args.rate}  # fmt: skip
     source = _resumed_source(args, out, options) if args.resume else None
     if source is None:
-        source = VideoSource(args.input, start=args.start, stop=args.stop, **options)
+        source = open_input(args.input, start=args.start, stop=args.stop, **options)
     sink = ResultsSink(out, values=["value"], job=job, resume=args.resume,
                        overwrite=args.overwrite)  # fmt: skip
     report, written = _answered(args, fn, build, source, sink)
@@ -114,6 +119,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         if given:
             why = "a manifest's start and stop columns" if flag == "--start/--stop" else "one"
             raise UsageError(f"{flag} takes one input for now (many: use {why}); drop {flag}")
+    refuse_rate(args.rate)
     source = VideoFiles(
         args.input, size=args.size, step=args.every, on_corrupt=args.on_corrupt,
         on_error="fail" if args.fail_fast else "skip",
@@ -162,17 +168,17 @@ def _resumed_source(args: argparse.Namespace, out: Path, options: dict[str, Any]
     """The frames an interrupted run left to do: from the next frame of the sampling it
     began, or none at all where its rows all reached the file (only the join is left)."""
     from ..io.results import resume_point, rows_done
-    from ..io.video import VideoSource
+    from ..io.sources import open_input
 
     done = resume_point(out)
     if done <= args.start:
         return None
     start = args.start + -(-(done - args.start) // args.every) * args.every
-    whole = VideoSource(args.input, start=args.start, stop=args.stop, **options)
+    whole = open_input(args.input, start=args.start, stop=args.stop, **options)
     planned_end = None if whole.length is None else args.start + whole.length * args.every
     if rows_done(out) or (planned_end is not None and start >= planned_end):
-        return VideoSource(args.input, start=args.start, stop=args.start, **options)
-    return VideoSource(args.input, start=start, stop=args.stop, **options)
+        return open_input(args.input, start=args.start, stop=args.start, **options)
+    return open_input(args.input, start=start, stop=args.stop, **options)
 
 
 def _finished(out: Path, job: dict[str, Any]) -> int:
@@ -209,6 +215,8 @@ def _run_chunked(args: argparse.Namespace, fn: Any, build: Any) -> int:
 
     if args.resume:
         raise UsageError("a chunked run resumes when run again as it was; drop --resume")
+    if is_image_sequence(args.input):
+        raise UsageError("--chunks cuts a video at its keyframes, not images; drop --chunks")
     if args.every > 1:
         raise UsageError("--every does not combine with --chunks yet; drop one")
     executor = ray_for_chunks(args.scale)

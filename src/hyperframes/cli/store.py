@@ -18,6 +18,7 @@ from typing import Any
 from ..choices import INTRAS, Tier
 from ..errors import StoreCorrupt
 from .common import frame_size, positive_int, print_json
+from .many import add_rate_option
 from .observe import add_long_options, observed_run, workers_of
 
 __all__ = ["is_store", "register", "store_info"]
@@ -41,8 +42,12 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pack", help="group a video into hyperframes and store them")
-    p.add_argument("input", metavar="IN")
+    p.add_argument(
+        "input", metavar="IN", help="a video, or an image sequence (a folder of images, "
+        "'frames/frame_%%04d.png', a quoted glob of images)",
+    )  # fmt: skip
     p.add_argument("store", metavar="STORE")
+    add_rate_option(p)
     p.add_argument(
         "--size", type=frame_size, default=None, metavar="WxH",
         help="resize every frame to WxH (needed when the frame size changes part-way)",
@@ -83,6 +88,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("store", metavar="STORE")
     p.add_argument("output", metavar="OUT", help="a video file (.mkv, .mp4...) or a folder")
     p.add_argument("--codec", default=None, help="video codec; ffv1 (lossless) by default")
+    p.add_argument(
+        "--pattern", default=None, metavar="NAME",
+        help="a folder's image names, e.g. 'img_%%05d.png' or 'img_{index:05d}.jpg' "
+        "(default: as the packed images were named, else frame_000000.png on)",
+    )  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     add_long_options(p, workers_help=None)  # the store decodes on its own threads
     p.set_defaults(run=run_unpack, reads=("store",), writes=("output",))
@@ -105,7 +115,7 @@ def run_pack(args: argparse.Namespace) -> int:
     from ..choices import GOP, check_gop
     from ..engine.sizing import default_budget
     from ..hyper.grouping.grouper import GroupingOptions
-    from ..io.video import VideoSource
+    from ..io.sources import open_input
     from ..store import StoreSink, StoreWriter
     from ..store.resume import check_resumed_frame, resume_point
     from ..store.sink import plan_pack
@@ -113,7 +123,8 @@ def run_pack(args: argparse.Namespace) -> int:
     tier: Tier = "lossless" if args.psnr is None else "psnr"
     start, complete = resume_point(args.store) if args.resume else (0, False)
     pix_fmt = _pack_pix_fmt(args, resuming=args.resume and (start > 0 or complete))
-    whole = VideoSource(args.input, size=args.size, pix_fmt=pix_fmt)
+    reading = {"size": args.size, "pix_fmt": pix_fmt, "rate": args.rate}
+    whole = open_input(args.input, **reading)
     # grouping: what the user says, else what the resumed store was packed with, else the
     # defaults, with the longest group fitted to the memory budget (see plan_pack)
     # (x264: a group's start is a keyframe, so groups are cut by length only, one GOP each)
@@ -140,8 +151,8 @@ def run_pack(args: argparse.Namespace) -> int:
         ).close(complete=done)  # fmt: skip
         if done:
             return _print_complete(args)
-        check_resumed_frame(args.store, args.input, start - 1, size=args.size, pix_fmt=pix_fmt)
-    source = VideoSource(args.input, start=start, size=args.size, pix_fmt=pix_fmt)
+        check_resumed_frame(args.store, args.input, start - 1, **reading)
+    source = open_input(args.input, start=start, **reading)
     sink = StoreSink(  # records the grouping the .group() stage below uses
         args.store, tier=tier, psnr=args.psnr, intra=args.intra, gop=args.gop,
         workers=workers_of(args.scale),
@@ -190,9 +201,12 @@ def _pack_pix_fmt(args: argparse.Namespace, *, resuming: bool) -> Any:
 def default_planes(path: str) -> Any:
     """What a default pack of the video at ``path`` stores: ``"native"`` (the decoder's
     planes) when its layout can be kept, else ``"rgb24"``."""
+    from ..io.inputs import is_image_sequence
     from ..io.layouts import NATIVE
     from ..io.video import VideoSource
 
+    if is_image_sequence(path):
+        return "native"  # the images as their files hold them
     probe = VideoSource(path)
     return "native" if probe.info.get("source_pix_fmt") in NATIVE else "rgb24"
 
@@ -261,7 +275,7 @@ def run_unpack(args: argparse.Namespace) -> int:
                 input_pix_fmt="native" if native else None,
             )  # fmt: skip
         else:
-            sink = ImageSequenceSink(out, overwrite=args.overwrite)
+            sink = ImageSequenceSink(out, overwrite=args.overwrite, **_naming(args, facts))
         pipeline = Pipeline.from_source(source, batch_size=args.batch_size).to(sink)
         report, written = observed_run(args.observe, args.scale, pipeline, "unpack")
     finally:
@@ -289,17 +303,30 @@ def run_unpack(args: argparse.Namespace) -> int:
     return 0
 
 
+def _naming(args: argparse.Namespace, facts: dict[str, Any]) -> dict[str, Any]:
+    """The images' names: ``--pattern``, else those of the packed image sequence (its
+    pattern and numbers), else the sink's own."""
+    if args.pattern is not None:
+        return {"pattern": args.pattern}
+    source = facts.get("source") or {}
+    if not source.get("pattern"):
+        return {}
+    first, step = source["first_number"], source["number_step"]
+    return {"pattern": source["pattern"],
+            "numbers": range(first, first + step * facts["frames"], step)}  # fmt: skip
+
+
 def run_frame(args: argparse.Namespace) -> int:
     import cv2
 
-    from ..io.images import IMAGE_EXTENSIONS
+    from ..io.inputs import IMAGE_SUFFIXES
     from ..io.publish import check_output, write_output
     from ..store import FrameStore
 
     out = Path(args.output)
     kind = out.suffix.lower()
-    if kind not in IMAGE_EXTENSIONS:
-        kinds = ", ".join(sorted(IMAGE_EXTENSIONS))
+    if kind not in IMAGE_SUFFIXES:
+        kinds = ", ".join(sorted(IMAGE_SUFFIXES))
         raise ValueError(f"cannot write an image named {args.output!r}; use one of {kinds}")
     check_output(out, overwrite=args.overwrite)
     with FrameStore(args.store, read_ahead=False) as store:

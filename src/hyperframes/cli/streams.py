@@ -5,9 +5,11 @@ positions in time, and the report of what became of each stream."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..io.inputs import is_image_sequence
 from .common import Seconds, UsageError
 
 if TYPE_CHECKING:
@@ -56,12 +58,24 @@ def carry_of(output: str, **choices: Any) -> Any:
 
 
 def frame_range(
-    path: str, start: int | Seconds, stop: int | Seconds | None
+    path: str, start: int | Seconds, stop: int | Seconds | None, *, rate: str | None = None
 ) -> tuple[int, int | None]:
     """``--start``/``--stop`` as frame indices: a time is the first frame shown at or after
-    it (by the frames' own timestamps, so right on a variable frame rate)."""
+    it (by the frames' own timestamps, so right on a variable frame rate; an image
+    sequence's frame ``n`` at ``n / rate``, ``rate`` 25 unless given)."""
     if not isinstance(start, Seconds) and not isinstance(stop, Seconds):
         return start, stop
+    if rate is not None or is_image_sequence(path):
+        from fractions import Fraction
+
+        from ..io.images import DEFAULT_RATE
+
+        every = Fraction(rate) if rate else DEFAULT_RATE
+
+        def at(t: int | Seconds) -> int:
+            return math.ceil(float(t) * every - 1e-9) if isinstance(t, Seconds) else t
+
+        return at(start), None if stop is None else at(stop)
     from ..errors import MediaError
     from ..segments import video_frames
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..io.inputs import is_many
 from .common import Seconds, UsageError, emit_report, print_json, reuse_of
-from .many import PARTIAL, each, publish_failures
+from .many import PARTIAL, each, publish_failures, refuse_rate
 from .observe import observed, observed_run, workers_of
 from .options import Encoding, Observe, Scale
 from .scale import ray_for_chunks
@@ -49,6 +49,7 @@ class TranscodeJob:
     reuse: ReuseTarget | None = None
     chunks: int | None = None
     batch_size: int | None = None
+    rate: str | None = None
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> TranscodeJob:
@@ -80,6 +81,7 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
     other in this process; an input that cannot be read is listed and the rest go on."""
     from ..io.inputs import expand
 
+    inputs = expand(job.input)  # (a folder of neither videos nor images says so first)
     folder = Path(job.output)
     if folder.suffix and not folder.is_dir():
         raise UsageError(
@@ -90,7 +92,7 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
                         ("--start/--stop", job.start != 0 or job.stop is not None)):  # fmt: skip
         if given:
             raise UsageError(f"{flag} takes one input for now; drop {flag}")
-    inputs = expand(job.input)
+    refuse_rate(job.rate)
 
     def one(item: Any) -> dict[str, Any]:
         target = item.output_in(folder, args.suffix)
@@ -118,22 +120,28 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
 def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
     """Run ``job``; returns the report and extra figures."""
     from .. import Pipeline
+    from ..io.base import Source
+    from ..io.inputs import is_image_sequence
     from ..io.loop import Looped
     from ..io.probe import probe
-    from ..io.video import VideoSource
+    from ..io.sources import open_input
     from ..io.video_sink import VideoSink
 
     if Path(job.input).resolve() == Path(job.output).resolve():
         raise ValueError("the output is the input; write to another path")
 
-    facts = probe(job.input)
-    start, stop = frame_range(job.input, job.start, job.stop)
-    planar = planar_path(job, facts)
-    pix_fmt: PixFmt = "yuv420p" if planar else "rgb24"
+    images = is_image_sequence(job.input)
+    facts = {} if images else probe(job.input)
+    start, stop = frame_range(job.input, job.start, job.stop, rate=job.rate if images else None)
+    planar = not images and planar_path(job, facts)
+    # an image sequence as its files hold it (alpha, 16 bits), unless a function reads it
+    pix_fmt: PixFmt = "yuv420p" if planar else "native" if images and not job.map else "rgb24"
     if job.map is not None and job.chunks is not None:
         raise UsageError("--map runs in one process for now; drop --chunks")
+    if images and job.chunks is not None:
+        raise UsageError("--chunks cuts a video at its keyframes, not images; drop --chunks")
     carry = None
-    if job.loop == 1:  # the other streams go along where the frames keep the input's clock
+    if job.loop == 1 and not images:  # the other streams go along in step with the frames
         carry = carry_of(job.output, audio=job.audio, audio_codec=job.audio_codec,
                          subtitles=job.subtitles)  # fmt: skip
     if job.chunks is not None:
@@ -142,15 +150,16 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
         chunked = transcode_chunked(job, (start, stop), pix_fmt, carry)
         return not_carried(*chunked, facts, loop=job.loop)
 
-    def make() -> VideoSource:
+    def make() -> Source:
         # the source resizes every frame to --size as it decodes it, so a stream whose
         # frame size changes part-way comes out at one size
-        return VideoSource(
+        video = {} if images else {"rotation": job.rotation}
+        return open_input(
             job.input, start=start, stop=stop, on_corrupt=job.on_corrupt, pix_fmt=pix_fmt,
-            size=job.size, rotation=job.rotation, step=job.every,
+            size=job.size, step=job.every, rate=job.rate, **video,
         )  # fmt: skip
 
-    source: VideoSource | Looped = Looped(make, times=job.loop) if job.loop > 1 else make()
+    source: Source = Looped(make, times=job.loop) if job.loop > 1 else make()
     options = job.encoding.options(input_pix_fmt="yuv420p" if planar else None, carry=carry)
     sink = VideoSink(job.output, overwrite=job.encoding.overwrite, **options)
     pipeline = Pipeline.from_source(source, batch_size=job.batch_size)

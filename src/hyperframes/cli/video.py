@@ -10,15 +10,16 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ..io.inputs import is_many
+from ..io.inputs import is_image_sequence, is_many
 from .common import (
+    UsageError,
     add_function_options,
     frame_size,
     position,
     positive_int,
     print_json,
 )
-from .many import PARTIAL, add_many_options, each
+from .many import PARTIAL, add_many_options, add_rate_option, each
 from .observe import add_long_options
 from .scale import add_chunk_options
 from .streams import add_stream_options
@@ -30,15 +31,21 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="what a video file or a hyperframe store is")
-    p.add_argument("path", help="a video, a store, or many videos (a folder, a glob, a manifest)")
+    p.add_argument(
+        "path", help="a video, an image sequence (a folder of images, 'frames/frame_%%04d.png'), "
+        "a store, or many videos (a folder, a glob, a manifest)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_rate_option(p)
     p.set_defaults(run=run_info)
 
     p = sub.add_parser("transcode", help="decode -> optional resize -> encode")
     p.add_argument(
-        "input", help="a video, or many (a folder, a quoted glob, a manifest): then OUTPUT is "
-        "a folder, one output per input, named after it",
+        "input", help="a video, an image sequence (a folder of images, "
+        "'frames/frame_%%04d.png', a quoted glob of images), or many videos (a folder, a "
+        "quoted glob, a manifest): then OUTPUT is a folder, one output per input",
     )  # fmt: skip
+    add_rate_option(p)
     p.add_argument("output")
     p.add_argument(
         "--suffix", default=None, metavar=".EXT",
@@ -117,7 +124,16 @@ def run_info(args: argparse.Namespace) -> int:
 
     if not is_store(args.path) and is_many(args.path):
         return info_many(args)
-    facts = store_info(args.path) if is_store(args.path) else probe(args.path)
+    if is_image_sequence(args.path):
+        from ..io.sources import open_input
+
+        source = open_input(args.path, pix_fmt="native", rate=args.rate)
+        facts = source.info
+    elif args.rate is not None:
+        raise UsageError(f"{args.path!r} has a frame rate of its own; --rate is an image "
+                         "sequence's: drop it")  # fmt: skip
+    else:
+        facts = store_info(args.path) if is_store(args.path) else probe(args.path)
     if args.json:
         print_json(facts)
         return 0

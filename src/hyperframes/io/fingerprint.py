@@ -18,6 +18,7 @@ from typing import Any
 import av
 import xxhash
 
+from .inputs import is_image_sequence
 from .probe import open_video
 
 #: Packets hashed from the start of the video stream (a few keyframes' worth of bytes).
@@ -58,10 +59,38 @@ def video_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
         container.close()
 
 
+def sequence_fingerprint(pattern_or_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """An image sequence's :func:`video_fingerprint`: the files' bytes in all and a hash of
+    every name and size and of the first file's bytes (no image is decoded).
+
+    Raises:
+        MediaError: no images match.
+    """
+    from .image_names import list_images
+
+    files = list_images(pattern_or_dir)
+    digest = xxhash.xxh3_128(files[0].read_bytes())
+    total = 0
+    for path in files:
+        size = path.stat().st_size
+        total += size
+        digest.update(f"{path.name}\0{size}\0".encode())
+    return {"file_bytes": total, "duration": None, "first_packets": digest.hexdigest()}
+
+
+def input_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """:func:`video_fingerprint` of a video, :func:`sequence_fingerprint` of images."""
+    if is_image_sequence(path):
+        return sequence_fingerprint(path)
+    return video_fingerprint(path)
+
+
 def with_fingerprint(info: dict[str, Any]) -> dict[str, Any]:
     """A video source's ``info`` with :func:`video_fingerprint` added, for a store to record
     (computed when a store asks, not by every source that opens a video); other ``info``
     (images, arrays, a store's own record that has it already) comes back as it is."""
+    if info.get("source") == "images" and "first_packets" not in info:
+        return info | sequence_fingerprint(info["path"])
     if "path" not in info or "codec" not in info or "first_packets" in info:
         return info
     return info | video_fingerprint(info["path"])

@@ -7,6 +7,7 @@ Nothing here decodes or encodes, so image I/O does not load PyAV through it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -39,18 +40,28 @@ def i420_spec(width: int, height: int) -> FrameSpec:
 
 
 def frame_format(spec: FrameSpec) -> str:
-    """The PyAV pixel format of frames of ``spec`` (``gray``, ``rgb24`` or ``rgba``).
+    """The PyAV pixel format of frames of ``spec``: ``gray``, ``rgb24`` or ``rgba`` for
+    ``uint8``, ``gray16le``, ``rgb48le`` or ``rgba64le`` for ``uint16``.
 
     Raises:
-        FrameError: the spec is not ``uint8`` ``(H, W)`` or ``(H, W, 1|3|4)``.
+        FrameError: the spec is not ``uint8`` or ``uint16`` ``(H, W)`` or ``(H, W, 1|3|4)``.
     """
     channels = 1 if len(spec.shape) == 2 else spec.shape[-1]
-    if spec.dtype != np.uint8 or len(spec.shape) not in (2, 3) or channels not in (1, 3, 4):
+    deep = spec.dtype == np.uint16
+    if (
+        (spec.dtype != np.uint8 and not deep)
+        or len(spec.shape) not in (2, 3)
+        or channels not in (1, 3, 4)
+    ):
         raise FrameError(
-            f"frames must be uint8 (H, W) or (H, W, 1|3|4) to write as video or images, "
-            f"got {spec.describe()}; convert with a map stage first"
+            f"frames must be uint8 or uint16 (H, W) or (H, W, 1|3|4) to write as video or "
+            f"images, got {spec.describe()}; convert with a map stage first"
         )
-    return {1: "gray", 3: "rgb24", 4: "rgba"}[channels]
+    return (_DEEP if deep else _EIGHT)[channels]
+
+
+_EIGHT = {1: "gray", 3: "rgb24", 4: "rgba"}
+_DEEP = {1: "gray16le", 3: "rgb48le", 4: "rgba64le"}
 
 
 def check_frames(frames: np.ndarray, spec: FrameSpec, where: str) -> None:
@@ -93,3 +104,18 @@ def cv_into(
         if result.shape != shape:
             raise FrameError(f"OpenCV gave a {result.shape} result where {shape} was expected")
         dst[...] = result
+
+
+def rate_of(value: float | Fraction | str) -> Fraction:
+    """A rate or time base as a fraction: ``"30000/1001"``, ``29.97``, ``Fraction(1, 25)``."""
+    try:
+        result = (
+            Fraction(value)
+            if isinstance(value, str)
+            else Fraction(value).limit_denominator(1_000_000)
+        )
+    except (ValueError, ZeroDivisionError) as exc:
+        raise ValueError(f"a rate must be a positive number or 'a/b', got {value!r}") from exc
+    if result <= 0:
+        raise ValueError(f"a rate must be a positive number or 'a/b', got {value!r}")
+    return result

@@ -29,10 +29,13 @@ from ..errors import MediaError
 from ..frames import FrameSpec
 from .base import Sink
 from .formats import check_frames, frame_format
+from .image_names import as_template
 from .images import default_workers
 from .publish import fsync_path, host_name, owner_of, publish_files, running, store_folder_of
 
 _FROM_RGB = {3: cv2.COLOR_RGB2BGR, 4: cv2.COLOR_RGBA2BGRA}
+_ALPHA = frozenset({".png", ".tif", ".tiff", ".webp"})  # the suffixes that keep alpha
+_DEEP = frozenset({".png", ".tif", ".tiff"})  # and 16 bits a sample
 #: The prefix of a sink's temporary folder, ``.partial-<host>-<pid>-<random>``.
 PARTIAL_PREFIX = ".partial-"
 #: A temporary folder whose name carries no process id (left by an older version) is
@@ -52,8 +55,11 @@ class ImageSequenceSink(Sink):
 
     Args:
         directory: the output folder; created when missing.
-        pattern: a :meth:`str.format` template for file names with an ``index`` field;
-            its extension chooses the format (``.png``, ``.jpg``...).
+        pattern: file names: a :meth:`str.format` template with an ``index`` field
+            (``frame_{index:06d}.png``) or a printf one (``frame_%06d.png``); its
+            extension chooses the format (``.png``, ``.jpg``...).
+        numbers: the number in the name of each frame, by its place in the output
+            (``range(1, n + 1)``: ``frame_000001.png`` first); by default the frame's id.
         workers: writing threads (``cv2.imwrite`` releases the GIL). At most
             ``2 * workers`` frames wait for a thread, so memory stays bounded.
         overwrite: replace existing files of the same names; otherwise an existing name is
@@ -71,12 +77,14 @@ class ImageSequenceSink(Sink):
         directory: str | os.PathLike[str],
         *,
         pattern: str = "frame_{index:06d}.png",
+        numbers: range | None = None,
         workers: int | None = None,
         overwrite: bool = False,
         params: list[int] | None = None,
     ) -> None:
         self.directory = Path(os.path.abspath(directory))  # user code may change folders
-        self.pattern, self.overwrite = pattern, overwrite
+        self.pattern, self.overwrite = as_template(pattern), overwrite
+        self.numbers = numbers
         self.workers = workers or default_workers()
         self.params = list(params or [])
         first = self.name_of(0)
@@ -117,7 +125,7 @@ class ImageSequenceSink(Sink):
     def name_of(self, index: int) -> str:
         """The file name of frame ``index``; ``ValueError`` if it is not a plain name."""
         try:
-            name = self.pattern.format(index=index)
+            name = self.pattern.format(index=index if self.numbers is None else self.numbers[index])
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(
                 f"pattern must be a str.format template with an {{index}} field such as "
@@ -134,6 +142,17 @@ class ImageSequenceSink(Sink):
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Create the output and temporary folders and the writing threads."""
         frame_format(spec)  # refuses what imwrite cannot take
+        suffix = Path(self.name_of(0)).suffix.lower()
+        alpha = len(spec.shape) == 3 and spec.shape[-1] == 4
+        lost = [what for what, lose in (("alpha", alpha and suffix not in _ALPHA),
+                                        ("16 bits a sample", spec.dtype == np.uint16
+                                         and suffix not in _DEEP)) if lose]  # fmt: skip
+        if lost:
+            kind = suffix.lstrip(".").upper().replace("JPG", "JPEG")
+            raise ValueError(
+                f"the frames have {' and '.join(lost)}, which {kind} cannot hold; name the "
+                f"images .png or .tif to keep {'them' if len(lost) > 1 or not alpha else 'it'}"
+            )
         if not self.directory.exists():
             self.directory.mkdir(parents=True)
             self._created = True

@@ -1,23 +1,25 @@
 """Folders of numbered images in and out through OpenCV: PNG, JPEG and whatever it reads.
 
-:class:`ImageSequenceSource` reads a folder (every image in it, in sorted name
-order), a printf pattern (``frames/frame_%06d.png``) or a glob (``frames/*.jpg``),
-decoding each batch on a few threads straight into the pool slot. Frames are RGB(A) in
-memory; the BGR order OpenCV uses on disk is converted here.
+:class:`ImageSequenceSource` reads a folder (every image in it), a printf pattern
+(``frames/frame_%06d.png``) or a glob (``frames/*.jpg``), in the order of the numbers in
+the names (``f_2.png`` before ``f_10.png``), decoding each batch on a few threads straight
+into the pool slot. Frames are RGB(A) in memory, 8 or 16 bits as the files hold them; the
+BGR order OpenCV uses on disk is converted here. A sequence has a frame rate only when one
+is given (``rate``, 25 by default, as FFmpeg's image reader): frames carry
+``meta["pts"] = number / rate``.
 
 Example:
-    >>> source = ImageSequenceSource("shots/frame_%06d.png")  # doctest: +SKIP
+    >>> source = ImageSequenceSource("shots/frame_%06d.png", rate=24)  # doctest: +SKIP
 
 The sink is ``io/image_sink.py``.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-import re
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from fractions import Fraction
+from typing import Any, Literal
 
 import cv2
 import numpy as np
@@ -25,11 +27,13 @@ import numpy as np
 from ..errors import CorruptFrame, FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Chunk, Source
-from .formats import CHANNELS, OnCorrupt, PixFmt
+from .formats import CHANNELS, OnCorrupt, rate_of
+from .image_names import list_images, naming_of
 
-#: Extensions a folder source picks up.
-IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"})
-_PRINTF = re.compile(r"%(0?)(\d*)d")
+ImagePixFmt = Literal["rgb24", "gray", "rgba", "auto"]
+"""``"auto"``: as the files hold them (gray, RGB or RGBA)."""
+DEFAULT_RATE = Fraction(25)
+"""A sequence's frame rate when none is given (FFmpeg's image reader's)."""
 # IMREAD_ANYDEPTH keeps 16-bit images 16-bit (the source's spec says uint16 then)
 _READ_FLAGS = {
     "gray": cv2.IMREAD_GRAYSCALE | cv2.IMREAD_ANYDEPTH,
@@ -37,54 +41,12 @@ _READ_FLAGS = {
     "rgba": cv2.IMREAD_UNCHANGED,
 }
 _TO_RGBA = {1: cv2.COLOR_GRAY2RGBA, 3: cv2.COLOR_BGR2RGBA, 4: cv2.COLOR_BGRA2RGBA}
+_AUTO = {2: "gray", 3: "rgb24", 4: "rgba"}  # channels of the first image (2: ndim)
 
 
 def default_workers() -> int:
     """Threads that decode (or encode) a batch's images: one per core, at most four."""
     return max(1, min(4, os.cpu_count() or 1))
-
-
-def list_images(pattern_or_dir: str | os.PathLike[str]) -> list[Path]:
-    """The image files a source reads, in order.
-
-    Args:
-        pattern_or_dir: a folder, a printf pattern (``frame_%06d.png``, ordered by number)
-            or a glob (``*.jpg``, ordered by name).
-
-    Raises:
-        MediaError: nothing matches.
-    """
-    text = os.fspath(pattern_or_dir)
-    if Path(text).is_dir():
-        found = sorted(p for p in Path(text).iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)
-    elif _PRINTF.search(text):
-        found = _numbered(Path(text))
-    else:
-        found = sorted(Path(name) for name in glob.glob(text))
-    if not found:
-        raise MediaError(
-            f"no images found at {text!r}; name a folder of images, a pattern such as "
-            "'frames/frame_%06d.png' or a glob such as 'frames/*.jpg'"
-        )
-    return found
-
-
-def _numbered(pattern: Path) -> list[Path]:
-    """Files matching a printf pattern in its folder, ordered by their number."""
-    folder, name = pattern.parent, pattern.name
-    if _PRINTF.search(str(folder)):
-        raise ValueError(f"only the file name may hold a %d field, got {str(pattern)!r}")
-    regex, last = "", 0
-    for match in _PRINTF.finditer(name):
-        width = match.group(2)
-        digits = rf"\d{{{width},}}" if match.group(1) and width else r"\d+"
-        regex += re.escape(name[last : match.start()]) + f"({digits})"
-        last = match.end()
-    compiled = re.compile(regex + re.escape(name[last:]) + r"\Z")
-    if not folder.is_dir():
-        return []
-    hits = ((compiled.match(p.name), p) for p in folder.iterdir())
-    return [p for m, p in sorted((int(m.group(1)), p) for m, p in hits if m)]
 
 
 def read_image(path: str | os.PathLike[str], flags: int) -> np.ndarray | None:
@@ -107,12 +69,23 @@ class ImageSequenceSource(Source):
     Args:
         pattern_or_dir: a folder, a printf pattern or a glob (see :func:`list_images`).
         pix_fmt: ``"rgb24"`` gives ``(H, W, 3)`` frames, ``"gray"`` ``(H, W, 1)``,
-            ``"rgba"`` ``(H, W, 4)`` (opaque when the files have no alpha), all ``uint8``.
+            ``"rgba"`` ``(H, W, 4)`` (opaque when the files have no alpha), ``"auto"``
+            what the first file holds (gray, RGB or RGBA); 8 or 16 bits as the files.
         start: index of the first file to read, in the order above.
         stop: one past the last file; ``None`` reads to the end.
+        step: read every ``step``-th file from ``start``.
+        size: ``(width, height)`` to resize every image to (then the files' sizes may
+            differ); by default every file must have the first one's size.
+        rate: frames a second (``24``, ``"30000/1001"``); 25 when not given.
         on_corrupt: ``"fail"`` raises :class:`CorruptFrame` at an unreadable file, ``"skip"``
             leaves it out and lists it in :attr:`skipped`.
         workers: threads decoding one batch (``cv2.imdecode`` releases the GIL).
+
+    Attributes:
+        info: ``path``, ``frames``, ``rate``/``fps``/``time_base``, ``width``/``height``,
+            ``bits``, ``alpha``, ``first``/``last`` (file names) and, where the names
+            follow one pattern, ``pattern``, ``first_number`` and ``number_step``
+            (:func:`naming_of`: for outputs to name their images alike).
 
     Raises:
         MediaError: no images match, or the first one cannot be read.
@@ -122,21 +95,29 @@ class ImageSequenceSource(Source):
         self,
         pattern_or_dir: str | os.PathLike[str],
         *,
-        pix_fmt: PixFmt = "rgb24",
+        pix_fmt: ImagePixFmt = "rgb24",
         start: int = 0,
         stop: int | None = None,
+        step: int = 1,
+        size: tuple[int, int] | None = None,
+        rate: Fraction | float | str | None = None,
         on_corrupt: OnCorrupt = "fail",
         workers: int | None = None,
     ) -> None:
-        if pix_fmt not in CHANNELS or on_corrupt not in ("fail", "skip"):
+        if pix_fmt not in (*CHANNELS, "auto") or on_corrupt not in ("fail", "skip"):
             raise ValueError(
-                f"pix_fmt must be one of {sorted(CHANNELS)} and on_corrupt 'fail' or 'skip', "
-                f"got {pix_fmt!r} and {on_corrupt!r}"
+                f"pix_fmt must be one of {sorted(CHANNELS)} or 'auto' and on_corrupt 'fail' or "
+                f"'skip', got {pix_fmt!r} and {on_corrupt!r}"
             )
-        if start < 0 or (stop is not None and stop < start):
-            raise ValueError(f"need 0 <= start <= stop, got start={start}, stop={stop}")
-        self.files = list_images(pattern_or_dir)[start:stop]
-        self.start, self.pix_fmt, self.on_corrupt = start, pix_fmt, on_corrupt
+        if start < 0 or (stop is not None and stop < start) or step < 1:
+            raise ValueError(
+                f"need 0 <= start <= stop and step >= 1, got start={start}, stop={stop}, "
+                f"step={step}"
+            )
+        self.files = list_images(pattern_or_dir)[start:stop:step]
+        self.start, self.step, self.on_corrupt = start, step, on_corrupt
+        self.rate = DEFAULT_RATE if rate is None else rate_of(rate)
+        self.size = None if size is None else (int(size[0]), int(size[1]))
         self.workers = workers or default_workers()
         if not self.files:
             raise ValueError(f"start={start} is past the last image; pass a smaller start")
@@ -148,10 +129,22 @@ class ImageSequenceSource(Source):
                 f"{str(self.files[0])!r} holds {first.dtype} samples; image sequences are read "
                 "as 8-bit or 16-bit: convert the files to PNG or TIFF of 8 or 16 bits"
             )
+        self.pix_fmt = (
+            _AUTO[first.shape[2] if first.ndim == 3 else 2] if pix_fmt == "auto" else pix_fmt
+        )
         # 16-bit files stay 16-bit: frames of uint16, not their low bytes
-        self.spec = FrameSpec((first.shape[0], first.shape[1], CHANNELS[pix_fmt]), first.dtype)
+        height, width = first.shape[:2] if self.size is None else self.size[::-1]
+        self.spec = FrameSpec((height, width, CHANNELS[self.pix_fmt]), first.dtype)
         self.length = len(self.files)
-        self.info = {"path": os.fspath(pattern_or_dir), "frames": self.length}
+        self.info: dict[str, Any] = {
+            "path": os.fspath(pattern_or_dir), "source": "images", "frames": self.length,
+            "rate": str(self.rate / step), "fps": float(self.rate / step),
+            "time_base": str(1 / self.rate), "width": width, "height": height,
+            "bits": 16 if first.dtype == np.uint16 else 8,
+            "alpha": first.ndim == 3 and first.shape[2] == 4,
+            "first": self.files[0].name, "last": self.files[-1].name,
+            **naming_of(self.files),
+        }  # fmt: skip
         self.skipped: list[int] = []
         self._next = 0
         self._pool: ThreadPoolExecutor | None = None
@@ -174,7 +167,7 @@ class ImageSequenceSource(Source):
             oks = list(self._pool.map(self._read_one, todo, out[base : base + len(todo)]))
             self._next = todo.stop
             for k, ok in enumerate(oks):
-                number = self.start + todo[k]
+                number = self._number(todo[k])
                 if not ok:
                     self.skipped.append(number)
                     continue
@@ -182,7 +175,11 @@ class ImageSequenceSource(Source):
                     out[count] = out[base + k]
                 index[count] = number
                 count += 1
-        return Chunk(index[:count])
+        return Chunk(index[:count], {"pts": index[:count] / float(self.rate)})
+
+    def _number(self, position: int) -> int:
+        """The index in the whole sequence of the file at ``position`` of :attr:`files`."""
+        return self.start + position * self.step
 
     def close(self) -> None:
         """Stop the reading threads."""
@@ -194,7 +191,7 @@ class ImageSequenceSource(Source):
         """Decode file ``position`` into ``dst``; ``False`` when skipped as unreadable."""
         path = self.files[position]
         image = read_image(path, _READ_FLAGS[self.pix_fmt])
-        number = self.start + position
+        number = self._number(position)
         if image is None:
             if self.on_corrupt == "skip":
                 return False
@@ -208,11 +205,14 @@ class ImageSequenceSource(Source):
                 f"frame {number} ({str(path)!r}) holds {image.dtype} samples, the first image "
                 f"{self.spec.dtype}; every image of a sequence must have the same depth"
             )
+        if self.size is not None and image.shape[:2] != self.spec.shape[:2]:
+            image = cv2.resize(image, self.size, interpolation=cv2.INTER_AREA)
         if image.shape[:2] != self.spec.shape[:2]:
             raise FrameError(
                 f"frame {number} ({str(path)!r}) is {image.shape[1]}x{image.shape[0]}, the "
                 f"first image is {self.spec.shape[1]}x{self.spec.shape[0]}; "
-                "every image of a sequence must have the same size"
+                "every image of a sequence must have the same size, or pass size=(W, H) "
+                "(--size WxH) to read them all at one size"
             )
         if self.pix_fmt == "gray":
             dst[..., 0] = image

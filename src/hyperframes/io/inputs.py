@@ -1,6 +1,9 @@
 """Many inputs as users hold them: a folder, a glob, a manifest or a list, made into one
 fixed, sorted list of :class:`Input` when a job starts.
 
+- **One image sequence** is one input, not many: a folder whose files are images (and no
+  video), a printf pattern (``frames/frame_%04d.png``) or a glob whose matches are all
+  images (:func:`is_image_sequence`).
 - **A folder** is walked recursively; a file is a video by its content (the first bytes of
   an MP4/MOV, Matroska/WebM, AVI, MPEG-TS or -PS, FLV, Ogg or ASF container) or by its
   suffix. A file named as a video that holds something else stays in the list, so the job
@@ -24,6 +27,7 @@ import glob
 import itertools
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +51,10 @@ _MAGIC = (
     (0, b"\x30\x26\xb2\x75"),  # ASF, WMV
     (0, b"YUV4MPEG2"),
 )
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"})
+"""The suffixes of the images a sequence is made of."""
+PRINTF = re.compile(r"%(0?)(\d*)d")
+"""A printf number field in a pattern of file names (``frame_%04d.png``)."""
 RESERVED = ("path", "start", "stop")
 """A manifest's columns with a meaning; the others are carried into the results."""
 
@@ -78,11 +86,40 @@ class Input:
 
 
 def is_many(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
-    """Whether ``spec`` names many inputs: a list, a folder, a glob or a manifest."""
+    """Whether ``spec`` names many inputs: a list, a folder, a glob or a manifest (and not
+    one image sequence)."""
     if not isinstance(spec, str | os.PathLike):
         return True
     text = os.fspath(spec)
-    return os.path.isdir(text) or _is_glob(text) or text.lower().endswith(MANIFESTS)
+    many = os.path.isdir(text) or _is_glob(text) or text.lower().endswith(MANIFESTS)
+    return many and not is_image_sequence(text)
+
+
+def is_image_sequence(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
+    """Whether ``spec`` names one sequence of images: a folder whose files are images and
+    none a video, a printf pattern of file names (``frames/frame_%04d.png``), or a glob
+    whose matches are all images (``'frames/*.png'``)."""
+    if not isinstance(spec, str | os.PathLike):
+        return False
+    text = os.fspath(spec)
+    if os.path.isdir(text):
+        files = [e for e in os.scandir(text) if e.is_file() and not e.name.startswith(".")]
+        images = [e for e in files if is_image(e.name)]
+        others = (Path(e.path) for e in files if not is_image(e.name))
+        return bool(images) and not any(is_video(p) for p in others)
+    if os.path.exists(text):
+        return False
+    if PRINTF.search(os.path.basename(text)):
+        return True
+    if _is_glob(text):
+        found = [p for p in glob.glob(text, recursive=True) if os.path.isfile(p)]
+        return bool(found) and all(is_image(p) for p in found)
+    return False
+
+
+def is_image(name: str | os.PathLike[str]) -> bool:
+    """Whether ``name`` is named as an image a sequence can hold."""
+    return os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES
 
 
 def expand(spec: str | os.PathLike[str] | Sequence[Any]) -> list[Input]:
@@ -106,7 +143,10 @@ def expand(spec: str | os.PathLike[str] | Sequence[Any]) -> list[Input]:
         elif os.path.isdir(text):
             found = [_within(p, text) for p in _videos_in(Path(text))]
             if not found:
-                raise FileNotFoundError(f"no video in the folder {text!r} (nor below it)")
+                raise FileNotFoundError(
+                    f"no video or image in the folder {text!r} (nor below it); name a folder "
+                    "of videos, or of images (one sequence)"
+                )
         elif _is_glob(text):
             fixed = _fixed_part(text)
             found = [_within(os.path.abspath(p), fixed) for p in glob.glob(text, recursive=True)

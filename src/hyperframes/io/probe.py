@@ -50,7 +50,10 @@ def open_video(
     if not where.exists():
         raise MediaError(f"no such video file: {str(where)!r}; check the path")
     if where.is_dir():
-        raise MediaError(f"{str(where)!r} is a folder, not a video file; name a file in it")
+        raise MediaError(
+            f"{str(where)!r} is a folder and holds no image sequence, not a video file; name "
+            "a video file, or a folder of images (one sequence)"
+        )
     if where.stat().st_size == 0:
         raise MediaError(f"{str(where)!r} is empty (0 bytes); it is not a video yet")
     try:

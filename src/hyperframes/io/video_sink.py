@@ -28,7 +28,7 @@ from ..errors import FrameError, MediaError
 from ..frames import FrameSpec
 from .base import Sink
 from .carry import Carry
-from .formats import CHANNELS, check_frames, frame_format, i420_spec
+from .formats import check_frames, frame_format, i420_spec, rate_of
 from .layouts import NATIVE, Layout, encodable_twin, layout_for, tags_in
 from .publish import check_output, publish, temp_beside
 from .tracks import Carrier
@@ -42,6 +42,7 @@ PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "sl
 CRF_RANGE = {"libx264": (0, 51), "libx265": (0, 51), "libvpx-vp9": (0, 63)}
 """The constant-quality values each encoder takes (lower is better)."""
 _FFV1_FORMATS = {1: "gray", 3: "bgr0", 4: "bgra"}
+_FFV1_DEEP = {1: "gray16le", 3: "gbrp16le", 4: "gbrap16le"}  # all 16 bits, lossless
 #: Encoders that run their own threads and choose slices over frame threads when told
 #: ``thread_type="SLICE"``, PyAV's default; FFmpeg's default (``"AUTO"``) gets frame threads.
 _FRAME_THREADED = frozenset({"libx264"})
@@ -195,18 +196,21 @@ class VideoSink(Sink):
         else:
             self._format = frame_format(spec)
             height, width = spec.shape[:2]
-            channels = CHANNELS[self._format]
-            default = _FFV1_FORMATS[channels] if self.codec == "ffv1" else "yuv420p"
-            pix_fmt = self.pix_fmt or default
+            channels = 1 if len(spec.shape) == 2 else spec.shape[-1]
+            deep = spec.dtype == np.uint16
+            lossless = _FFV1_DEEP if deep else _FFV1_FORMATS
+            pix_fmt = self.pix_fmt or (lossless[channels] if self.codec == "ffv1" else "yuv420p")
+            if self.pix_fmt is None:  # a format the user chose may drop what it drops
+                self._check_kept(pix_fmt, alpha=channels == 4, deep=deep)
         if (width % 2 or height % 2) and _subsampled(pix_fmt) and self.codec != "ffv1":
             raise ValueError(
                 f"{self.codec} with pix_fmt {pix_fmt} needs an even width and height, got "
                 f"{width}x{height}; resize to an even size or pass pix_fmt='yuv444p'"
             )
-        rate = _fraction(self.fps or info.get("rate") or info.get("fps") or 30)
+        rate = rate_of(self.fps or info.get("rate") or info.get("fps") or 30)
         self._time_base, self._frame_seconds = 1 / rate, float(1 / rate)
         if info.get("time_base"):
-            self._source_base = _fraction(info["time_base"])
+            self._source_base = rate_of(info["time_base"])
         try:
             self._container = av.open(str(self.temp), mode="w")
         except (av.FFmpegError, ValueError) as exc:
@@ -238,6 +242,21 @@ class VideoSink(Sink):
             except (av.FFmpegError, OSError) as exc:
                 self.close(ok=False)
                 raise MediaError(f"cannot read the streams of {str(source)!r}: {exc}") from exc
+
+    def _check_kept(self, pix_fmt: str, *, alpha: bool, deep: bool) -> None:
+        """Refuse frames whose alpha or 16 bits ``pix_fmt`` would drop unasked."""
+        components = av.VideoFormat(pix_fmt, 2, 2).components
+        lost = [what for what, lose in (
+            ("alpha", alpha and not any(c.is_alpha for c in components)),
+            ("16 bits a sample", deep and components[0].bits < 16),
+        ) if lose]  # fmt: skip
+        if lost:
+            them = "them" if deep else "it"
+            raise ValueError(
+                f"the frames have {' and '.join(lost)}, which {self.codec} in {pix_fmt} "
+                f"cannot hold; write .mkv with codec ffv1 (--codec ffv1) or .png images to "
+                f"keep {them}, or pass pix_fmt (--pix-fmt {pix_fmt}) to leave {them} out"
+            )
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
         """Encode one batch; timestamps come from ``meta["pts"]`` when present."""
@@ -414,18 +433,3 @@ def _formats(codec: str) -> set[str]:
 def _subsampled(pix_fmt: str) -> bool:
     """Whether ``pix_fmt`` stores chroma at a lower resolution than luma."""
     return any(c.width < 2 or c.height < 2 for c in av.VideoFormat(pix_fmt, 2, 2).components)
-
-
-def _fraction(value: float | Fraction | str) -> Fraction:
-    """A rate or time base as a fraction: ``"30000/1001"``, ``29.97``, ``Fraction(1, 25)``."""
-    try:
-        result = (
-            Fraction(value)
-            if isinstance(value, str)
-            else Fraction(value).limit_denominator(1_000_000)
-        )
-    except (ValueError, ZeroDivisionError) as exc:
-        raise ValueError(f"a rate must be a positive number or 'a/b', got {value!r}") from exc
-    if result <= 0:
-        raise ValueError(f"a rate must be a positive number or 'a/b', got {value!r}")
-    return result

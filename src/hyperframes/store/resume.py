@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import StoreError
 from ..hyper.quality import psnr
-from ..io.video import VideoSource
+from ..io.sources import open_input
 from . import _env
 from . import format as fmt
 from .lmdb_store import FrameStore
@@ -31,13 +31,16 @@ def check_resumed_frame(
     *,
     size: tuple[int, int] | None = None,
     pix_fmt: Any = "rgb24",
+    rate: str | None = None,
 ) -> None:
-    """Raise :class:`StoreError` unless frame ``frame`` of ``video`` (read as the pack reads
-    it: ``size``, ``pix_fmt``) is frame ``frame`` of ``store``."""
+    """Raise :class:`StoreError` unless frame ``frame`` of ``video`` (a video or an image
+    sequence, read as the pack reads it: ``size``, ``pix_fmt``, ``rate``) is frame
+    ``frame`` of ``store``."""
     delivery = "native" if pix_fmt == "native" else "rgb24"
     with FrameStore(store, hot_bytes=0, warm_bytes=0, read_ahead=False, pix_fmt=delivery) as held:
         stored, bound = held.get_frame_at(frame), held.header.psnr
-    with VideoSource(video, start=frame, stop=frame + 1, size=size, pix_fmt=pix_fmt) as source:
+    options = {"size": size, "pix_fmt": pix_fmt, "rate": rate}
+    with open_input(video, start=frame, stop=frame + 1, **options) as source:
         decoded = np.empty((1, *source.spec.shape), source.spec.dtype)
         count = len(source.read_into(decoded))
     same = count == 1 and decoded[0].shape == stored.shape

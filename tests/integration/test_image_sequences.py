@@ -1,0 +1,167 @@
+"""Image sequences are inputs on every command (issue 50): a folder of images, a printf
+pattern or a glob is one input; ``--rate`` gives its frame rate; 16-bit samples and alpha
+are kept where the output holds them (FFV1, PNG, a store) and refused in one line where it
+cannot (never dropped silently); ``unpack`` names the images as the input named them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import hyperframes as hf
+from hyperframes.cli import main
+from hyperframes.io.inputs import is_image_sequence, is_many
+
+COUNT = 12
+FUNCTION = """
+def brightness(frames):
+    return [round(float(f.mean()), 6) for f in frames]
+"""
+
+
+def write_sequence(folder: Path, *, dtype=np.uint8, channels=3, first=1, name="frame_{:04d}.png"):
+    """``COUNT`` images of 96x64 noise (RGB order in memory), each different; returns them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(7)
+    top = 65535 if dtype == np.uint16 else 255
+    frames = [rng.integers(0, top, (64, 96, channels), dtype=dtype, endpoint=True)
+              for _ in range(COUNT)]  # fmt: skip
+    to_bgr = {3: cv2.COLOR_RGB2BGR, 4: cv2.COLOR_RGBA2BGRA}
+    for k, frame in enumerate(frames):
+        assert cv2.imwrite(
+            str(folder / name.format(first + k)), cv2.cvtColor(frame, to_bgr[channels])
+        )
+    return frames
+
+
+def read_video(path: Path, fmt: str) -> tuple[list[np.ndarray], av.VideoStream]:
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        frames = [f.to_ndarray(format=fmt) for f in container.decode(stream)]
+        return frames, stream
+
+
+@pytest.fixture
+def deep(tmp_path: Path, monkeypatch) -> list[np.ndarray]:
+    """``frames/frame_0001.png`` ... 16-bit RGBA; the working folder is ``tmp_path``."""
+    monkeypatch.chdir(tmp_path)
+    return write_sequence(tmp_path / "frames", dtype=np.uint16, channels=4)
+
+
+def test_what_names_one_sequence(tmp_path: Path) -> None:
+    write_sequence(tmp_path / "frames")
+    for spec in ("frames", "frames/frame_%04d.png", "frames/*.png"):
+        path = str(tmp_path / spec)
+        assert is_image_sequence(path) and not is_many(path), spec
+    assert not is_image_sequence(str(tmp_path / "frames" / "frame_0001.png"))
+    assert not is_image_sequence(str(tmp_path))  # a folder of folders is not one sequence
+
+
+def test_names_in_number_order(tmp_path: Path) -> None:
+    """``f_2.png`` comes before ``f_10.png`` whether named by a folder, a glob or a pattern."""
+    frames = write_sequence(tmp_path / "f", name="f_{}.png", first=1)
+    for spec in ("f", "f/*.png", "f/f_%d.png"):
+        got = hf.Pipeline.from_source(hf.ImageSequenceSource(tmp_path / spec)).collect()
+        assert all(np.array_equal(a, b) for a, b in zip(got, frames, strict=True)), spec
+
+
+def test_transcode_keeps_16_bits_and_alpha_in_ffv1(deep, tmp_path: Path) -> None:
+    assert main(["transcode", "frames", "out.mkv", "--codec", "ffv1", "--rate", "24"]) == 0
+    frames, stream = read_video(tmp_path / "out.mkv", "rgba64le")
+    assert len(frames) == COUNT and stream.average_rate == 24
+    assert all(np.array_equal(a, b) for a, b in zip(frames, deep, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("output", "extra", "says"),
+    [
+        ("out.mp4", [], "alpha"),  # libx264 yuv420p holds neither alpha nor 16 bits
+        ("out.webm", ["--codec", "libvpx-vp9"], "alpha"),
+        ("jpg/", [], "JPEG"),  # unpack below; transcode writes video
+    ],
+)
+def test_refused_in_one_line_not_dropped(deep, tmp_path: Path, capsys, output, extra, says):
+    if output.endswith("/"):
+        assert main(["pack", "frames", "st.hfs"]) == 0
+        capsys.readouterr()
+        command = ["unpack", "st.hfs", output, "--pattern", "f_%04d.jpg"]
+    else:
+        command = ["transcode", "frames", output, *extra]
+    assert main(command) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+    assert not (tmp_path / output).exists() or not any((tmp_path / output).iterdir())
+
+
+def test_dropping_alpha_is_asked_for(deep, tmp_path: Path) -> None:
+    """``--pix-fmt`` chooses what the encoder keeps: then the user asked for the loss."""
+    assert main(["transcode", "frames/frame_%04d.png", "out.mp4", "--pix-fmt", "yuv420p"]) == 0
+    frames, _ = read_video(tmp_path / "out.mp4", "rgb24")
+    assert len(frames) == COUNT
+
+
+def test_map_rows_have_times_from_the_rate(tmp_path: Path, monkeypatch) -> None:
+    frames = write_sequence(tmp_path / "frames")
+    (tmp_path / "brightness_fn.py").write_text(FUNCTION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    command = ["map", "frames/*.png", "brightness_fn:brightness", "--out", "r.parquet"]
+    assert main([*command, "--rate", "10"]) == 0
+    rows = pq.read_table(tmp_path / "r.parquet").to_pylist()
+    assert [r["frame"] for r in rows] == list(range(COUNT))
+    assert [r["time"] for r in rows] == pytest.approx([k / 10 for k in range(COUNT)])
+    assert [r["value"] for r in rows] == [round(float(f.mean()), 6) for f in frames]
+
+
+def test_pack_unpack_keeps_depth_alpha_rate_and_names(deep, tmp_path: Path, capsys) -> None:
+    assert main(["pack", "frames", "st.hfs", "--rate", "30000/1001"]) == 0
+    capsys.readouterr()
+    assert main(["info", "st.hfs", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["source"]["rate"] == "30000/1001"
+    assert main(["unpack", "st.hfs", "out"]) == 0
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == [f"frame_{k:04d}.png" for k in range(1, COUNT + 1)]
+    for k, want in enumerate(deep, start=1):
+        got = cv2.imread(str(tmp_path / "out" / f"frame_{k:04d}.png"), cv2.IMREAD_UNCHANGED)
+        assert got.dtype == np.uint16 and np.array_equal(
+            cv2.cvtColor(got, cv2.COLOR_BGRA2RGBA), want
+        )
+    assert main(["unpack", "st.hfs", "again", "--pattern", "img_%03d.png"]) == 0
+    assert sorted(p.name for p in (tmp_path / "again").iterdir())[0] == "img_000.png"
+    assert main(["unpack", "st.hfs", "deep.mkv"]) == 0  # ffv1: all 16 bits and the alpha
+    frames, stream = read_video(tmp_path / "deep.mkv", "rgba64le")
+    assert all(np.array_equal(a, b) for a, b in zip(frames, deep, strict=True))
+    assert stream.average_rate == pytest.approx(30000 / 1001)
+
+
+def test_info_describes_a_sequence(deep, capsys) -> None:
+    assert main(["info", "frames/frame_%04d.png", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["frames"] == COUNT and (facts["width"], facts["height"]) == (96, 64)
+    assert facts["bits"] == 16 and facts["alpha"] is True and facts["first"] == "frame_0001.png"
+
+
+@pytest.mark.parametrize("command", ["info", "transcode", "map", "pack"])
+def test_a_folder_of_neither_says_so(tmp_path: Path, monkeypatch, capsys, command) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("hello")
+    monkeypatch.chdir(tmp_path)
+    argv = {"info": ["info", "notes"], "transcode": ["transcode", "notes", "out.mp4"],
+            "map": ["map", "notes", "numpy:mean", "--out", "r.jsonl"],
+            "pack": ["pack", "notes", "st.hfs"]}[command]  # fmt: skip
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "video" in err[0] and "image" in err[0], err
+
+
+def test_rate_belongs_to_sequences(clip_path, tmp_path: Path, capsys) -> None:
+    assert main(["transcode", str(clip_path("bikes.mp4")), str(tmp_path / "o.mp4"),
+                 "--rate", "10"]) == 1  # fmt: skip
+    assert "drop --rate" in capsys.readouterr().err
