@@ -105,6 +105,7 @@ def test_interrupted_render_resumes(tmp_path, signum):
         np.testing.assert_array_equal(frames[i], painted(i))
 
 
+@pytest.mark.slow  # a render killed before its first segment: 5 s
 def test_resume_with_nothing_kept_renders_from_the_start(tmp_path):
     proc = render(tmp_path, "--resume")
     out, err = proc.communicate(timeout=120)
