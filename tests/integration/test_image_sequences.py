@@ -59,8 +59,21 @@ def test_what_names_one_sequence(tmp_path: Path) -> None:
     for spec in ("frames", "frames/frame_%04d.png", "frames/*.png"):
         path = str(tmp_path / spec)
         assert is_image_sequence(path) and not is_many(path), spec
-    assert not is_image_sequence(str(tmp_path / "frames" / "frame_0001.png"))
     assert not is_image_sequence(str(tmp_path))  # a folder of folders is not one sequence
+
+
+def test_one_image_of_a_sequence_is_refused_one_alone_is_read(deep, tmp_path, capsys) -> None:
+    """Reading ``frame_0001.png`` of 12 is more likely a slip than the wish: refused with
+    the pattern to name; an image with no numbered siblings is a sequence of one."""
+    assert main(["transcode", "frames/frame_0001.png", "one.mkv", "--codec", "ffv1"]) == 1
+    err = capsys.readouterr().err
+    assert "frame_%04d.png" in err and f"({COUNT} images)" in err
+    assert not (tmp_path / "one.mkv").exists()
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "frames" / "frame_0003.png").rename(tmp_path / "alone" / "cover.png")
+    assert main(["transcode", "alone/cover.png", "one.mkv", "--codec", "ffv1"]) == 0
+    frames, _ = read_video(tmp_path / "one.mkv", "rgba64le")
+    assert len(frames) == 1 and np.array_equal(frames[0], deep[2])
 
 
 def test_names_in_number_order(tmp_path: Path) -> None:
@@ -165,3 +178,36 @@ def test_rate_belongs_to_sequences(clip_path, tmp_path: Path, capsys) -> None:
     assert main(["transcode", str(clip_path("bikes.mp4")), str(tmp_path / "o.mp4"),
                  "--rate", "10"]) == 1  # fmt: skip
     assert "drop --rate" in capsys.readouterr().err
+
+
+def test_transcode_into_images_keeps_the_names(deep, tmp_path: Path) -> None:
+    """A sequence into a folder keeps its names (and depth, alpha); a pattern names them."""
+    assert main(["transcode", "frames", "small/", "--size", "48x32"]) == 0
+    names = sorted(p.name for p in (tmp_path / "small").iterdir())
+    assert names == [f"frame_{k:04d}.png" for k in range(1, COUNT + 1)]
+    got = cv2.imread(str(tmp_path / "small" / "frame_0005.png"), cv2.IMREAD_UNCHANGED)
+    assert got.shape == (32, 48, 4) and got.dtype == np.uint16
+    assert main(["transcode", "frames/frame_%04d.png", "some/f_%03d.png", "--start", "2",
+                 "--stop", "5"]) == 0  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "some").iterdir()) == [
+        "f_002.png",
+        "f_003.png",
+        "f_004.png",
+    ]  # by frame index, as a video's frames would be
+    assert main(["transcode", "frames", "one.png"]) == 2  # one name for many frames
+
+
+def test_a_films_frames_into_images_say_what_was_left(make_film, tmp_path: Path, capsys):
+    film = make_film(tmp_path / "film.mkv")
+    command = ["transcode", str(film), str(tmp_path / "shots" / "%04d.png"), "--stop", "5"]
+    assert main([*command, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    dropped = report["extra"]["streams"]["dropped"]
+    assert {s["type"] for s in dropped} >= {"audio", "subtitle"}
+    assert all("images" in s["why"] for s in dropped)
+    assert sorted(p.name for p in (tmp_path / "shots").iterdir()) == [
+        f"{k:04d}.png" for k in range(5)
+    ]
+    decoded = hf.Pipeline.from_source(hf.VideoSource(film, stop=5)).collect()
+    written = hf.Pipeline.from_source(hf.ImageSequenceSource(tmp_path / "shots")).collect()
+    np.testing.assert_array_equal(written, decoded)  # RGB frames, never the planes

@@ -18,12 +18,14 @@ SIDE_OUTPUTS = {"report": "--report", "plot": "--plot", "plot_dir": "--plot-dir"
 
 def absolute_paths(args: argparse.Namespace) -> None:
     """Every path the command reads or writes as an absolute path, before any user code
-    runs: a function that changes the working folder cannot move them."""
+    runs: a function that changes the working folder cannot move them. A trailing ``/``
+    (a folder, where a command tells files from folders by it) is kept."""
     names = [*getattr(args, "reads", ()), *getattr(args, "writes", ()), *SIDE_OUTPUTS]
     for name in names:
         value = getattr(args, name, None)
         if isinstance(value, str) and value and "://" not in value:
-            setattr(args, name, os.path.abspath(value))
+            folder = os.sep if value.endswith(os.sep) else ""
+            setattr(args, name, os.path.abspath(value) + folder)
 
 
 def check_paths(args: argparse.Namespace) -> None:

@@ -101,15 +101,15 @@ def frame_range(
 
 
 def not_carried(
-    report: RunReport, extra: dict[str, Any], facts: dict[str, Any], *, loop: int = 1
+    report: RunReport, extra: dict[str, Any], facts: dict[str, Any], *, dropped: str = ""
 ) -> tuple[RunReport, dict[str, Any]]:
     """Say what became of the input's other streams (copied, re-encoded, converted,
     attached, dropped, with why) and of its chapters: ``report.extra["streams"]``, and a
-    warning line for what the output lacks, never silence."""
-    if loop > 1:  # played N times: nothing kept in step with it
-        why = f"--loop plays the input {loop} times; its other streams are not carried"
+    warning line for what the output lacks, never silence. ``dropped``: why none of them
+    could go along (``--loop``, an output of images)."""
+    if dropped:
         others = [s for s in facts.get("streams", []) if not s.get("discarded")]
-        report.extra["streams"] = {"dropped": [s | {"why": why} for s in others]}
+        report.extra["streams"] = {"dropped": [s | {"why": dropped} for s in others]}
         if facts.get("chapters"):
             report.extra["streams"]["chapters_dropped"] = facts["chapters"]
     return streams_report(report), extra

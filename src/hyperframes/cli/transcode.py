@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from .streams import carry_of, frame_range, not_carried
 
 if TYPE_CHECKING:
     from .. import RunReport
+    from ..io.base import Sink
     from ..io.formats import OnCorrupt, PixFmt
     from ..io.video import Rotation
     from ..modes import ReuseTarget
@@ -133,7 +135,7 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
     images = is_image_sequence(job.input)
     facts = {} if images else probe(job.input)
     start, stop = frame_range(job.input, job.start, job.stop, rate=job.rate if images else None)
-    planar = not images and planar_path(job, facts)
+    planar = not images and not images_out(job.output) and planar_path(job, facts)
     # an image sequence as its files hold it (alpha, 16 bits), unless a function reads it
     pix_fmt: PixFmt = "yuv420p" if planar else "native" if images and not job.map else "rgb24"
     if job.map is not None and job.chunks is not None:
@@ -141,14 +143,14 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
     if images and job.chunks is not None:
         raise UsageError("--chunks cuts a video at its keyframes, not images; drop --chunks")
     carry = None
-    if job.loop == 1 and not images:  # the other streams go along in step with the frames
+    if not _dropped(job) and not images:  # the other streams go along in step with the frames
         carry = carry_of(job.output, audio=job.audio, audio_codec=job.audio_codec,
                          subtitles=job.subtitles)  # fmt: skip
     if job.chunks is not None:
         if job.every > 1:
             raise UsageError("--every does not combine with --chunks yet; drop one")
         chunked = transcode_chunked(job, (start, stop), pix_fmt, carry)
-        return not_carried(*chunked, facts, loop=job.loop)
+        return not_carried(*chunked, facts, dropped=_dropped(job))
 
     def make() -> Source:
         # the source resizes every frame to --size as it decodes it, so a stream whose
@@ -161,7 +163,9 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
 
     source: Source = Looped(make, times=job.loop) if job.loop > 1 else make()
     options = job.encoding.options(input_pix_fmt="yuv420p" if planar else None, carry=carry)
-    sink = VideoSink(job.output, overwrite=job.encoding.overwrite, **options)
+    sink: Sink = image_sink(job, source.info) if images_out(job.output) else VideoSink(
+        job.output, overwrite=job.encoding.overwrite, **options
+    )  # fmt: skip
     pipeline = Pipeline.from_source(source, batch_size=job.batch_size)
     if job.map is not None:
         from ..models import load
@@ -172,7 +176,45 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
     skipped = getattr(source, "skipped", [])
     if skipped:
         extra["skipped_frames"] = skipped
-    return not_carried(report, extra, facts, loop=job.loop)
+    return not_carried(report, extra, facts, dropped=_dropped(job))
+
+
+def _dropped(job: TranscodeJob) -> str:
+    """Why none of the input's other streams can go along ("" where they can)."""
+    if job.loop > 1:
+        return f"--loop plays the input {job.loop} times; its other streams are not carried"
+    if images_out(job.output):
+        return "the output is images, which hold no other streams"
+    return ""
+
+
+def images_out(output: str) -> bool:
+    """Whether ``output`` names images: a pattern (``frames/f_%05d.png``) or a folder
+    (one that exists, or a name ending in ``/``)."""
+    from ..io.inputs import is_image
+
+    return is_image(output) or os.path.isdir(output) or output.endswith(os.sep)
+
+
+def image_sink(job: TranscodeJob, info: dict[str, Any]) -> Sink:
+    """The images ``job`` writes: named by its pattern, else as the input's images were
+    (an image sequence's own pattern and numbers), else ``frame_000000.png`` on by frame."""
+    from ..io.image_names import PRINTF
+    from ..io.image_sink import ImageSequenceSink
+    from ..io.inputs import is_image
+
+    folder, name = os.path.split(job.output) if is_image(job.output) else (job.output, None)
+    if name is not None and not (PRINTF.search(name) or "{index" in name):
+        raise UsageError(
+            f"{job.output!r} names one image, and a transcode writes one a frame; put a "
+            "number in the name ('frames/frame_%06d.png') or name a folder ('frames/')"
+        )
+    naming: dict[str, Any] = {"pattern": name} if name else {}
+    if not name and info.get("pattern"):  # the input's own names
+        first, step, count = info["first_number"], info["number_step"], info["frames"]
+        naming = {"pattern": info["pattern"],
+                  "numbers": range(first, first + step * count * job.loop, step)}  # fmt: skip
+    return ImageSequenceSink(folder or ".", overwrite=job.encoding.overwrite, **naming)
 
 
 def transcode_chunked(

@@ -59,7 +59,8 @@ class ImageSequenceSink(Sink):
             (``frame_{index:06d}.png``) or a printf one (``frame_%06d.png``); its
             extension chooses the format (``.png``, ``.jpg``...).
         numbers: the number in the name of each frame, by its place in the output
-            (``range(1, n + 1)``: ``frame_000001.png`` first); by default the frame's id.
+            (``range(1, n + 1)``: the first frame written is ``frame_000001.png``); by
+            default the frame's id.
         workers: writing threads (``cv2.imwrite`` releases the GIL). At most
             ``2 * workers`` frames wait for a thread, so memory stays bounded.
         overwrite: replace existing files of the same names; otherwise an existing name is
@@ -168,7 +169,7 @@ class ImageSequenceSink(Sink):
             raise RuntimeError("ImageSequenceSink.write called before open() or after close()")
         check_frames(frames, self._spec, f"image sink {str(self.directory)!r}")
         for frame, number in zip(frames, index, strict=True):
-            name = self.name_of(int(number))
+            name = self.name_of(int(number) if self.numbers is None else len(self._names))
             if not self.overwrite and (self.directory / name).exists():
                 raise FileExistsError(
                     f"{str(self.directory / name)!r} exists; pass overwrite=True or use "

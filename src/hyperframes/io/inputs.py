@@ -97,8 +97,8 @@ def is_many(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
 
 def is_image_sequence(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
     """Whether ``spec`` names one sequence of images: a folder whose files are images and
-    none a video, a printf pattern of file names (``frames/frame_%04d.png``), or a glob
-    whose matches are all images (``'frames/*.png'``)."""
+    none a video, a printf pattern of file names (``frames/frame_%04d.png``), a glob
+    whose matches are all images (``'frames/*.png'``), or one image file."""
     if not isinstance(spec, str | os.PathLike):
         return False
     text = os.fspath(spec)
@@ -108,7 +108,7 @@ def is_image_sequence(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
         others = (Path(e.path) for e in files if not is_image(e.name))
         return bool(images) and not any(is_video(p) for p in others)
     if os.path.exists(text):
-        return False
+        return os.path.isfile(text) and is_image(text)
     if PRINTF.search(os.path.basename(text)):
         return True
     if _is_glob(text):

@@ -45,10 +45,17 @@ def open_input(
     An image sequence asked for ``yuv420p`` or ``native`` frames (a video's planes) gives
     its frames as the files hold them: the sequence has no planes to keep.
 
+    One image file is read as a sequence of one image, unless it is one of a numbered
+    sequence: then reading it alone is more likely a slip than the wish, and it is refused
+    with the sequence's pattern (``start``/``stop`` read some images of a sequence).
+
     Raises:
-        ValueError: ``rate`` for a video (which has its own), or what the source raises.
+        ValueError: ``rate`` for a video (which has its own), one image of a sequence, or
+            what the source raises.
     """
     if is_image_sequence(path):
+        if os.path.isfile(path):
+            _refuse_one_of_many(path)
         from .images import ImageSequenceSource
 
         as_held = "auto" if pix_fmt in KEEPS else pix_fmt
@@ -67,3 +74,23 @@ def open_input(
         path, pix_fmt=pix_fmt, start=start, stop=stop, size=size, step=step,
         on_corrupt=on_corrupt, **video,
     )  # fmt: skip
+
+
+def _refuse_one_of_many(path: str | os.PathLike[str]) -> None:
+    """Raise where the image at ``path`` is one of a numbered sequence in its folder."""
+    from pathlib import Path
+
+    from .image_names import list_images, naming_of
+
+    image = Path(path)
+    naming = naming_of([image])
+    if not naming:
+        return
+    siblings = list_images(image.parent / naming["pattern"])
+    if len(siblings) > 1:
+        pattern = image.parent / naming["pattern"]
+        raise ValueError(
+            f"{str(image)!r} is one image of the sequence {str(pattern)!r} "
+            f"({len(siblings)} images); name that pattern or the folder to read them all "
+            "(start= and stop= read some)"
+        )
