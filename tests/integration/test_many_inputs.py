@@ -127,7 +127,7 @@ def test_frames_of_several_sizes_are_refused_before_any_work(folder: Path, tmp_p
 def test_options_for_one_input_are_refused_with_many(folder: Path, tmp_path: Path, capsys):
     out = str(tmp_path / "rows.jsonl")
     base = ["map", "clips", "brightness_fn:brightness", "--out", out, "--size", SIZE]
-    for extra in (["--resume"], ["--start", "5"], ["--reuse-target", "0.9"]):
+    for extra in (["--start", "5"], ["--reuse-target", "0.9"]):
         assert main([*base, *extra]) == 2, extra
         assert "takes one input for now" in capsys.readouterr().err
 

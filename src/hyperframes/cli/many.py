@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -87,6 +88,105 @@ def each(
             continue
         done.append({"path": item.path, **got, "seconds": round(time.perf_counter() - start, 3)})
     return done, failed
+
+
+class Failures:
+    """The inputs of a job that could not be read: appended to the failures file (``given``,
+    else ``BESIDE.failures.jsonl``) as the job goes, so a killed job's file says which
+    failed before it stopped; :meth:`publish` writes the whole list in input order.
+
+    ``kept``: a resumed job's, from before the input it resumes at (the file is written
+    again with them alone); a new job removes an earlier job's default file."""
+
+    def __init__(self, given: str | None, beside: str | Path, kept: list[dict[str, Any]]) -> None:
+        from ..io.publish import write_output
+
+        self.given, self.beside = given, beside
+        self.path = Path(given or f"{beside}.failures.jsonl")
+        self.entries = list(kept)
+        if self.entries:
+            write_output(self.path, "".join(json.dumps(f) + "\n" for f in kept), overwrite=True)
+        elif given is None:
+            self.path.unlink(missing_ok=True)
+
+    @staticmethod
+    def read(given: str | None, beside: str | Path) -> list[dict[str, Any]]:
+        """The entries a failures file holds ([] when there is none)."""
+        path = Path(given or f"{beside}.failures.jsonl")
+        try:
+            lines = path.read_text().splitlines()
+        except OSError:
+            return []
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def add(self, failure: dict[str, Any]) -> None:
+        """Note one more, on disk at once."""
+        self.entries.append(failure)
+        with open(self.path, "a") as f:
+            f.write(json.dumps(failure) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def publish(self, order: list[str], *, total: int) -> str | None:
+        """The whole list (each input once, in ``order``: the inputs' paths), published;
+        see :func:`publish_failures`."""
+        place = {path: k for k, path in reversed(list(enumerate(order)))}
+        once = {f["path"]: f for f in reversed(self.entries)}
+        listed = sorted(once.values(), key=lambda f: place.get(f["path"], len(order)))
+        return publish_failures(listed, self.given, self.beside, total=total)
+
+
+def inputs_record(inputs: list[Any]) -> list[dict[str, Any]]:
+    """What a job over ``inputs`` records of them, for a resume to check: each one's path,
+    range and size in bytes."""
+    return [{"path": i.path, "bytes": _size(i.path), "start": i.start, "stop": i.stop}
+            for i in inputs]  # fmt: skip
+
+
+def resumed_order(recorded: list[dict[str, Any]], inputs: list[Any], *, add_new: bool) -> list[Any]:
+    """The inputs of a resumed job, in the order its rows were written (those of
+    ``recorded``), then with ``add_new`` the ones added since, sorted.
+
+    Raises:
+        ResumeRefused: inputs gone or changed since, or added without ``add_new``; the
+            line names them.
+    """
+    from ..io.results import ResumeRefused
+
+    now = {_key(r): (item, r) for item, r in zip(inputs, inputs_record(inputs), strict=True)}
+    then = {_key(r): r for r in recorded}
+    gone = [r for key, r in then.items() if key not in now]
+    changed = [r for key, r in then.items() if key in now and now[key][1]["bytes"] != r["bytes"]]
+    added = [item for key, (item, _) in now.items() if key not in then]
+    kinds = (("gone", gone), ("changed", changed), ("added", [] if add_new else added))
+    found = [(word, rows) for word, rows in kinds if rows]
+    if found:
+        what = "; ".join(f"{len(rows)} {word} ({_names(rows)})" for word, rows in found)
+        more = (
+            ", or --add-new to take the added ones after the others"
+            if not (gone or changed)
+            else ""
+        )
+        raise ResumeRefused(
+            f"the inputs differ from those of the interrupted job: {what}; resume with the "
+            f"same inputs{more}, or pass --overwrite to start again"
+        )
+    return [now[_key(r)][0] for r in recorded] + added
+
+
+def _key(record: Any) -> tuple[Any, ...]:
+    get = record.get if isinstance(record, dict) else lambda name: getattr(record, name)
+    return (get("path"), get("start"), get("stop"))
+
+
+def _names(rows: list[Any], most: int = 3) -> str:
+    paths = [row["path"] if isinstance(row, dict) else row.path for row in rows]
+    names = ", ".join(os.path.basename(p) for p in paths[:most])
+    return names + (", ..." if len(paths) > most else "")
+
+
+def _size(path: str) -> int | None:
+    return os.path.getsize(path) if os.path.isfile(path) else None  # missing: listed
 
 
 def publish_failures(

@@ -7,14 +7,21 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from ..io.inputs import is_image_sequence, is_many
 from .common import add_function_options, frame_size, positive_int, reuse_of
-from .many import PARTIAL, add_many_options, add_rate_option, publish_failures, refuse_rate
+from .many import (
+    PARTIAL,
+    Failures,
+    add_many_options,
+    add_rate_option,
+    inputs_record,
+    refuse_rate,
+    resumed_order,
+)
 from .observe import add_long_options, workers_of
 from .scale import add_chunk_options
 
@@ -46,6 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     add_function_options(p)
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    p.add_argument(
+        "--add-new", action="store_true",
+        help="with --resume over many inputs: take the inputs added since, after the others",
+    )  # fmt: skip
     add_many_options(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results file")
     add_long_options(p, workers_help="threads (or processes, actors) running the function")
@@ -107,39 +118,67 @@ def run_map(args: argparse.Namespace) -> int:
 def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     """``map INPUTS``: every input's rows in one results file, each row naming its input;
     an input that cannot be read is listed (the report, ``--failures``) and the job goes on
-    (exit code :data:`PARTIAL`), or with ``--fail-fast`` stops."""
+    (exit code :data:`PARTIAL`), or with ``--fail-fast`` stops. ``--resume`` continues a
+    killed job at the input it was in, over the same inputs (``--add-new``: and those
+    added since, after them)."""
     from .. import VideoFiles
     from ..identity import code_identity
-    from ..io.results import ResultsSink
+    from ..io.inputs import expand
+    from ..io.results import ResultsSink, has_parts, resume_state
     from .common import UsageError, emit_report
 
-    for flag, given in (("--resume", args.resume), ("--chunks", args.chunks is not None),
+    for flag, given in (("--chunks", args.chunks is not None),
                         ("--reuse-target", args.reuse_target is not None),
                         ("--start/--stop", args.start != 0 or args.stop is not None)):  # fmt: skip
         if given:
             why = "a manifest's start and stop columns" if flag == "--start/--stop" else "one"
             raise UsageError(f"{flag} takes one input for now (many: use {why}); drop {flag}")
     refuse_rate(args.rate)
-    source = VideoFiles(
-        args.input, size=args.size, step=args.every, on_corrupt=args.on_corrupt,
-        on_error="fail" if args.fail_fast else "skip",
-    )  # fmt: skip
+    out = Path(args.out)
+    inputs, state = expand(args.input), None
+    recorded = recorded_inputs(out) if args.resume else None
+    if recorded is not None:  # the interrupted job's inputs, in its order
+        inputs = resumed_order(recorded, inputs, add_new=args.add_new)
+        state = resume_state(out)
     job = {
-        "inputs": [
-            {"path": i.path, "bytes": _size(i.path), "start": i.start, "stop": i.stop}
-            for i in source.inputs
-        ],
+        "inputs": inputs_record(inputs),
         "function": code_identity(fn),
         "options": {key: getattr(args, key) for key in ("size", "every", "on_corrupt")},
     }
-    sink = ResultsSink(args.out, values=["value"], job=job, overwrite=args.overwrite)
+    if args.resume and out.exists() and not has_parts(out):
+        if args.add_new:
+            raise UsageError(f"{str(out)!r} is complete; --add-new continues an unfinished job: "
+                             "write the new inputs' rows to another --out")  # fmt: skip
+        return _finished(out, job)
+    at = state["input"] if state and "input" in state else 0
+    kept = [f for f in Failures.read(args.failures, out) if f["path"] in
+            {i.path for i in inputs[:at]}] if state else []  # fmt: skip
+    failures = Failures(args.failures, out, kept)
+    source = VideoFiles(
+        inputs, size=args.size, step=args.every, on_corrupt=args.on_corrupt,
+        on_error="fail" if args.fail_fast else "skip", on_failed=failures.add,
+    )  # fmt: skip
+    if state and "input" in state:
+        source.resume_after(state["input"], state["input_frame"], state["next"])
+    sink = ResultsSink(out, values=["value"], job=job, resume=args.resume,
+                       overwrite=args.overwrite)  # fmt: skip
     report, written = _answered(args, fn, build, source, sink)
-    failed = report.extra.get("source", {}).get("failed", [])
-    listed = publish_failures(failed, args.failures, args.out, total=len(source.inputs))
+    listed = failures.publish([i.path for i in inputs], total=len(inputs))
     if listed:
         written["failures"] = listed
     emit_report(args.observe, report, **written)
-    return PARTIAL if failed else 0
+    return PARTIAL if failures.entries else 0
+
+
+def recorded_inputs(out: Path) -> list[dict[str, Any]] | None:
+    """The inputs an interrupted job over many recorded (``None``: no such job left)."""
+    from ..io.results import JOB_FILE, parts_folder
+
+    try:
+        recorded = json.loads((parts_folder(out) / JOB_FILE).read_text()).get("inputs")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return recorded if isinstance(recorded, list) else None
 
 
 def _answered(args: argparse.Namespace, fn: Any, build: Any, source: Any, sink: Any) -> Any:
@@ -158,10 +197,6 @@ def _answered(args: argparse.Namespace, fn: Any, build: Any, source: Any, sink: 
             progress=bar, monitor=watch, memory=args.memory, executor=executor
         ),
     )  # fmt: skip
-
-
-def _size(path: str) -> int | None:
-    return os.path.getsize(path) if os.path.isfile(path) else None  # missing: listed
 
 
 def _resumed_source(args: argparse.Namespace, out: Path, options: dict[str, Any]) -> Any:

@@ -29,10 +29,17 @@ def part_path(folder: Path, number: int, fmt: str) -> Path:
 
 
 def write_part(
-    folder: Path, number: int, fmt: str, write: Any, frames: tuple[int, int], rows: int
+    folder: Path,
+    number: int,
+    fmt: str,
+    write: Any,
+    frames: tuple[int, int],
+    rows: int,
+    where: dict[str, int] | None = None,
 ) -> None:
     """A new part ``number``: ``write(temp)`` writes its bytes, which are published whole;
-    its record (``frames``: its first and last frame) follows."""
+    its record (``frames``: its first and last frame's ids; ``where``: more to note, such
+    as the input of its last row) follows."""
     part = part_path(folder, number, fmt)
     temp = temp_beside(part)
     try:
@@ -42,7 +49,7 @@ def write_part(
         temp.unlink(missing_ok=True)
     record = {
         "rows": rows, "first": frames[0], "next": frames[1] + 1, "through": number,
-        "pieces": [[part.stat().st_size, checksum(part)]],
+        "pieces": [[part.stat().st_size, checksum(part)]], **(where or {}),
     }  # fmt: skip
     # the part's record comes after the part: a part without one is not counted
     write_output(part.with_suffix(".json"), json.dumps(record), overwrite=True)

@@ -132,6 +132,18 @@ def resume_point(path: str | os.PathLike[str]) -> int:
     return int(kept[-1][1]["next"]) if kept else 0
 
 
+def resume_state(path: str | os.PathLike[str]) -> dict[str, int] | None:
+    """Where an interrupted run's kept rows of ``path`` end: ``next`` (as
+    :func:`resume_point`) and, for a job over many inputs, ``input`` (the position of the
+    last kept row's input) and ``input_frame`` (that row's frame in its file); ``None``
+    when nothing was kept."""
+    kept = kept_parts(parts_folder(path), FORMATS.get(Path(path).suffix.lower(), ""))
+    if not kept:
+        return None
+    record = kept[-1][1]
+    return {key: int(record[key]) for key in ("next", "input", "input_frame") if key in record}
+
+
 def rows_done(path: str | os.PathLike[str]) -> bool:
     """Whether an interrupted run wrote every row of ``path`` (only the join was left)."""
     folder = parts_folder(path)
@@ -248,7 +260,9 @@ class ResultsSink(Sink):
         self._since = time.monotonic()
         self._lock: int | None = None
         self._parts = 0  # the number the next part takes
-        self._last: int | None = None  # the last frame written
+        self._last: int | None = None  # the last frame written (its id)
+        self._first: int | None = None  # the id of the first row of the part being filled
+        self._where: tuple[int, int] | None = None  # many inputs: the last row's input, frame
         self.fixed_after: int | None = None  # a resume ran a fixed function from this frame
 
     def footprint(self, spec: FrameSpec, facts: dict[str, Any]) -> Footprint:
@@ -336,7 +350,11 @@ class ResultsSink(Sink):
             else:
                 self._rows.append(row)
                 self._bytes += 200 + sum(weight(meta[key][j]) for key in keys)
+            if len(self._rows) == 1:
+                self._first = int(frame)
             self._last = int(frame)
+            if inputs is not None:
+                self._where = (int(inputs[j]), row["frame"])
             if self._bytes >= self._limit:
                 self._flush()
         if len(self._rows) >= PART_ROWS or time.monotonic() - self._since >= PART_SECONDS:
@@ -418,9 +436,12 @@ class ResultsSink(Sink):
         if not self._rows:
             return
         rows, self._rows, self._bytes = self._rows, [], 0
-        frames = (_frame_of(rows[0]), _frame_of(rows[-1]))
+        assert self._first is not None and self._last is not None
+        where = {} if self._where is None else {"input": self._where[0],
+                                                "input_frame": self._where[1]}  # fmt: skip
         write_part(self.folder, self._parts, self.format,
-                   lambda temp: write_rows(rows, temp, self.format), frames, len(rows))  # fmt: skip
+                   lambda temp: write_rows(rows, temp, self.format), (self._first, self._last),
+                   len(rows), where)  # fmt: skip
         self._parts += 1
         self.rows_written += len(rows)
 
@@ -465,6 +486,10 @@ class ResultsSink(Sink):
             k for k in sorted(set(recorded) | set(self.job)) if recorded.get(k) != self.job.get(k)
         ]
         stopped = self.folder / STOPPED_FILE
+        before, now = recorded.get("inputs"), self.job.get("inputs")
+        if keys == ["inputs"] and isinstance(before, list) and now[: len(before)] == before:
+            write_output(self.folder / JOB_FILE, json.dumps(self.job), overwrite=True)
+            return  # inputs added after those the rows are of (``--add-new``)
         if keys == ["function"] and stopped.is_file():
             self.fixed_after = int(json.loads(stopped.read_text())["frame"])
             write_output(self.folder / JOB_FILE, json.dumps(self.job), overwrite=True)
@@ -501,12 +526,6 @@ def _rows_of(done: Path) -> int:
 def _time(value: Any) -> float | None:
     seconds = float(value)
     return seconds if np.isfinite(seconds) else None
-
-
-def _frame_of(row: dict[str, Any] | str) -> int:
-    if isinstance(row, str):
-        return int(json.loads(row)["frame"])
-    return int(row["frame"])
 
 
 def _remove(path: Path) -> None:

@@ -7,6 +7,10 @@ is opened only when reached. One that cannot be opened is listed as failed, as i
 fails part-way (with the frames it gave), and the next one is read; with
 ``on_error="fail"`` the run stops there. A batch never holds frames of two files.
 
+A job stopped part-way continues with :meth:`VideoFiles.resume_after` (the inputs before
+the one in progress are not read again); ``on_failed`` hears of each input that fails as
+it does, so a list of them can be kept as the job goes.
+
 Each frame's metadata says where it came from: ``meta["input"]`` (its input's position in
 :attr:`VideoFiles.inputs`), ``meta["input_frame"]`` (its index in that file) and
 ``meta["pts"]`` (seconds in that file); frame ids run on across the files.
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -42,11 +46,13 @@ class VideoFiles(Source):
 
     Args:
         inputs: a folder, a glob, a manifest (``.txt``, ``.csv``, ``.jsonl``,
-            ``.parquet``) or a list of paths (see :func:`~.inputs.expand`).
+            ``.parquet``) or a list of paths (see :func:`~.inputs.expand`), sorted; or a
+            list of :class:`~.inputs.Input` (as ``expand`` gives them), taken in its order.
         size: ``(width, height)`` to read every file at; needed where their sizes differ.
         pix_fmt, step, on_corrupt: as :class:`~.video.VideoSource` takes them, for each file.
         on_error: a file that cannot be opened or read: ``"skip"`` lists it in
             :attr:`failed` and goes on; ``"fail"`` raises.
+        on_failed: called with each entry of :attr:`failed` as it is added.
 
     Attributes:
         inputs: every input, sorted (the failed ones too).
@@ -68,11 +74,20 @@ class VideoFiles(Source):
         step: int = 1,
         on_corrupt: OnCorrupt = "fail",
         on_error: OnError = "skip",
+        on_failed: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         if on_error not in ("skip", "fail"):
             raise ValueError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
-        self.inputs = expand(inputs)
-        self.on_error = on_error
+        if (
+            isinstance(inputs, list | tuple)
+            and inputs
+            and all(isinstance(i, Input) for i in inputs)
+        ):
+            self.inputs = list(inputs)  # a job's own list, in its order
+        else:
+            self.inputs = expand(inputs)
+        self.on_error, self.on_failed = on_error, on_failed
+        self._resume: tuple[int, int, int] | None = None
         self._options: dict[str, Any] = {
             "size": size, "pix_fmt": pix_fmt, "step": step, "on_corrupt": on_corrupt
         }  # fmt: skip
@@ -118,11 +133,47 @@ class VideoFiles(Source):
 
     def _start_over(self) -> None:
         self.failed = list(self._found_failed)
-        self._k = 0  # the input being read
-        self._next = 0  # the id of the next frame
+        self._k, frame, self._next = self._resume or (0, -1, 0)  # input, frame, next id
         self._read = 0  # frames of the current input so far
         self._since = 0.0
         self._figures: list[dict[str, Any]] = []
+        if self._resume is not None:
+            self._continue(frame)
+
+    def resume_after(self, position: int, frame: int, next_id: int) -> None:
+        """Continue a job whose rows were kept up to frame ``frame`` of input ``position``
+        (ids up to ``next_id - 1``): the inputs before it are not read again, that one
+        goes on after ``frame``, and ids go on from ``next_id``."""
+        if not 0 <= position < len(self.inputs):
+            raise ValueError(f"position {position} is not one of the {len(self.inputs)} inputs")
+        self._resume = (position, frame, next_id)
+        self._start_over()
+
+    def _continue(self, frame: int) -> None:
+        """Read input ``self._k`` from after ``frame`` (the next input where none is left)."""
+        item, first = self.inputs[self._k], frame + self._options["step"]
+        source = self._sources.pop(self._k, None)
+        if source is not None:
+            source.close()
+        try:
+            whole = self._source(item)
+            total = whole.info.get("frames")
+            whole.close()
+        except READ_ERRORS:
+            total = None  # read again below: it fails there, and is listed
+        if (item.stop is not None and first >= item.stop) or (total and first >= total):
+            self._k += 1  # it was finished
+        else:
+            self._later.discard(self._k)
+            try:
+                self._sources[self._k] = VideoSource(item.path, start=first, stop=item.stop,
+                                                     **self._options)  # fmt: skip
+            except READ_ERRORS as exc:
+                self._fail(self._k, exc, frames=0)
+                self._k += 1
+        rest = [s.length for k, s in self._sources.items() if k >= self._k]
+        known = None not in rest and not any(k >= self._k for k in self._later)
+        self.length = sum(int(n or 0) for n in rest) if known else None
 
     def open(self) -> None:
         """Start from the first input (a second run reads every input again)."""
@@ -179,7 +230,10 @@ class VideoFiles(Source):
         if self.on_error == "fail":
             exc.add_note(f"in input {item.path!r}; pass on_error='skip' to go on without it")
             raise exc
-        self.failed.append({"path": item.path, "reason": reason, "frames": frames})
+        failure = {"path": item.path, "reason": reason, "frames": frames}
+        self.failed.append(failure)
+        if self.on_failed is not None:
+            self.on_failed(failure)
 
     def close(self) -> None:
         for source in self._sources.values():
