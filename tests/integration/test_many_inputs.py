@@ -213,3 +213,42 @@ def test_a_missing_file_in_a_manifest_is_listed_and_hidden_folders_are_not_searc
     assert "gone.mp4" in Path(f"{out}.failures.jsonl").read_text()
     assert {Path(r["path"]).name for r in rows_of(out)} == {"bikes.mp4"}
     capsys.readouterr()
+
+
+def test_pack_many_writes_a_store_per_input_and_resumes_each(folder: Path, tmp_path: Path, capsys):
+    (folder / "broken.mp4").write_bytes((folder / "bikes.mp4").read_bytes()[:4000])
+    argv = ["pack", "clips", "stores", "--json"]
+    assert main(argv) == PARTIAL
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    by_name = {Path(row["path"]).name: row for row in lines}
+    assert "damaged" in by_name["broken.mp4"]["error"]
+    expected = (("bikes.mp4", "bikes.hfs", 250), ("carphone.mp4", "sub/carphone.hfs", None),
+                ("bunny.video", "bunny.hfs", 132))  # fmt: skip
+    for name, store, frames in expected:
+        row = by_name[name]
+        assert (
+            row["store"] == str(tmp_path / "stores" / store) and row["new_frames"] == row["frames"]
+        )
+        with hf.FrameStore(row["store"]) as held:
+            assert held.complete and len(held) == (frames or row["frames"])
+    assert [
+        json.loads(x)["path"] for x in (tmp_path / "stores.failures.jsonl").read_text().splitlines()
+    ] == [str(folder / "broken.mp4")]
+    assert main([*argv, "--resume"]) == PARTIAL  # each store is complete: nothing packed again
+    again = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert all(row.get("new_frames", 0) == 0 for row in again)
+
+
+def test_analyze_many_gives_a_row_per_input(folder: Path, capsys):
+    assert main(["analyze", "clips", "--samples", "0", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(Path(r["path"]).name for r in rows) == [
+        "bikes.mp4",
+        "bunny.video",
+        "carphone.mp4",
+    ]
+    bikes = next(r for r in rows if r["path"].endswith("bikes.mp4"))
+    assert bikes["frames"] == 250 and bikes["hyperframes"] >= 1
+    assert main(["analyze", "clips", "--samples", "0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and all("hyperframes" in line for line in out)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import positive_int, print_json
-from .many import add_rate_option
+from ..io.inputs import is_many
+from .common import UsageError, positive_int, print_json
+from .many import PARTIAL, add_rate_option, each, refuse_rate
 from .observe import add_long_options, observed
 from .scale import executor_for
 
@@ -16,8 +17,9 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("analyze", help="what hyperframes would do with a video, measured")
-    p.add_argument("input", help="a video, or an image sequence (a folder of images, "
-                   "'frames/frame_%%04d.png', a quoted glob of images)")  # fmt: skip
+    p.add_argument("input", help="a video, an image sequence (a folder of images, "
+                   "'frames/frame_%%04d.png', a quoted glob of images), or many videos (a "
+                   "folder, a quoted glob, a manifest): a line each")  # fmt: skip
     add_rate_option(p)
     p.add_argument("--threshold", type=float, default=None, help="grouping threshold (MSE)")
     p.add_argument("--min-len", type=positive_int, default=None)
@@ -49,6 +51,44 @@ def sample_count(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_many(args.input):
+        return analyze_many(args)
+    data, lines = analysis(args, args.input)
+    if args.json:
+        print_json(data)
+    else:
+        print("\n".join(lines))
+    return 0
+
+
+def analyze_many(args: argparse.Namespace) -> int:
+    """``analyze INPUTS``: a line per input (``--json``: an object a line), in path order;
+    one that cannot be read says why, and the exit code is :data:`~.many.PARTIAL`."""
+    from ..io.inputs import expand
+
+    if args.plot:
+        raise UsageError("--plot draws one input's timeline; drop it with many inputs")
+    refuse_rate(args.rate)
+    inputs = expand(args.input)
+    done, failed = each(inputs, lambda item: analysis(args, item.path)[0], fail_fast=False)
+    rows = sorted([*done, *({**f, "error": f.pop("reason")} for f in failed)],
+                  key=lambda row: row["path"])  # fmt: skip
+    for row in rows:
+        if args.json:
+            print_json(row)
+        elif "error" in row:
+            print(f"{row['path']}  cannot be read: {row['error']}")
+        else:
+            worth = {True: "pays off", False: "does not pay off", None: "not estimated"}
+            pays = worth[row["worthwhile"]]
+            print(f"{row['path']}  {row['frames']} frames -> {row['hyperframes']} hyperframes "
+                  f"(mean length {row['mean_length']:.1f}); a store {pays}")  # fmt: skip
+    return PARTIAL if failed else 0
+
+
+def analysis(args: argparse.Namespace, path: str) -> tuple[dict[str, Any], list[str]]:
+    """Analyze ``path`` as the options say: the figures (as ``--json`` prints them) and
+    the lines that say them."""
     from ..analysis import analyze, percent, plot_timeline
     from ..engine.sizing import default_budget
     from ..hyper.grouping.grouper import GroupingOptions
@@ -61,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
     # what a default pack does: the same frames (the decoder's planes where it keeps
     # them) and the same longest group (fitted to the memory budget)
-    source = open_input(args.input, pix_fmt=default_planes(args.input), rate=args.rate)
+    source = open_input(path, pix_fmt=default_planes(path), rate=args.rate)
     min_len = args.min_len if args.min_len is not None else GroupingOptions().min_len
     max_len = args.max_len or plan_pack(
         source.spec, args.memory or default_budget(), min_len=min_len,
@@ -83,36 +123,33 @@ def run(args: argparse.Namespace) -> int:
     result = found[0]
     modes = []
     if args.samples and frames != "rgb24":
-        modes = estimate_modes(args.input, group_length=result.mean_length or None)
+        modes = estimate_modes(path, group_length=result.mean_length or None)
     if args.plot:
         plot_timeline(result, args.plot, overwrite=args.overwrite)
-    if args.json:
-        data = result.to_dict()
-        data.update(fps=report.fps, wall_s=report.wall_s, frames_as=frames, max_len=max_len,
-                    store_modes=[m.to_dict() for m in modes])  # fmt: skip
-        data.update(written)
-        print_json(data)
-        return 0
+    data = {"path": path, **result.to_dict()}
+    data.update(fps=report.fps, wall_s=report.wall_s, frames_as=frames, max_len=max_len,
+                store_modes=[m.to_dict() for m in modes])  # fmt: skip
+    data.update(written)
     mse = result.mse
-    print(
+    lines = [
         f"{result.frames} frames -> {result.hyperframes} hyperframes "
         f"(mean length {result.mean_length:.1f}, merge rate {percent(result.merge_rate)}) "
-        f"at threshold {result.threshold:g}, {as_pack}"
-    )
-    print(f"adjacent MSE: median {mse['median']:.3g}, p90 {mse['p90']:.3g}, max {mse['max']:.3g}")
+        f"at threshold {result.threshold:g}, {as_pack}",
+        f"adjacent MSE: median {mse['median']:.3g}, p90 {mse['p90']:.3g}, max {mse['max']:.3g}",
+    ]
     if result.worthwhile is None:
-        print("worthwhile: not estimated (--samples 0)")
+        lines.append("worthwhile: not estimated (--samples 0)")
     else:
-        print(f"worthwhile: {'yes' if result.worthwhile else 'no'}: {result.reason}")
+        lines.append(f"worthwhile: {'yes' if result.worthwhile else 'no'}: {result.reason}")
     if modes:
-        print(describe_modes(modes))
-    print(f"recommended threshold: {result.recommended_threshold:.3g}")
+        lines.append(describe_modes(modes))
+    lines.append(f"recommended threshold: {result.recommended_threshold:.3g}")
     shown = ", ".join(map(str, result.boundaries[:20]))
-    print(f"boundaries: {shown}{' ...' if len(result.boundaries) > 20 else ''}")
-    print(f"{report.fps:.0f} frames/s")
+    lines.append(f"boundaries: {shown}{' ...' if len(result.boundaries) > 20 else ''}")
+    lines.append(f"{report.fps:.0f} frames/s")
     if args.plot:
-        print(f"plot: {args.plot}")
-    return 0
+        lines.append(f"plot: {args.plot}")
+    return data, lines
 
 
 def describe_modes(modes: list[Any]) -> str:

@@ -17,8 +17,9 @@ from typing import Any
 
 from ..choices import INTRAS, Tier
 from ..errors import StoreCorrupt
-from .common import frame_size, positive_int, print_json
-from .many import add_rate_option
+from ..io.inputs import is_many
+from .common import UsageError, frame_size, positive_int, print_json
+from .many import PARTIAL, add_many_options, add_rate_option, each, publish_failures, refuse_rate
 from .observe import add_long_options, observed_run, workers_of
 
 __all__ = ["is_store", "register", "store_info"]
@@ -43,11 +44,13 @@ def store_info(path: str | os.PathLike[str]) -> dict[str, Any]:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pack", help="group a video into hyperframes and store them")
     p.add_argument(
-        "input", metavar="IN", help="a video, or an image sequence (a folder of images, "
-        "'frames/frame_%%04d.png', a quoted glob of images)",
+        "input", metavar="IN", help="a video, an image sequence (a folder of images, "
+        "'frames/frame_%%04d.png', a quoted glob of images), or many videos (a folder, a "
+        "quoted glob, a manifest): then STORE is a folder, a store per input in it",
     )  # fmt: skip
     p.add_argument("store", metavar="STORE")
     add_rate_option(p)
+    add_many_options(p)
     p.add_argument(
         "--size", type=frame_size, default=None, metavar="WxH",
         help="resize every frame to WxH (needed when the frame size changes part-way)",
@@ -82,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     either.add_argument("--overwrite", action="store_true", help="replace an existing store")
     add_long_options(p, workers_help="encoding threads")
-    p.set_defaults(run=run_pack, reads=("input",), writes=("store",))
+    p.set_defaults(run=run_pack, reads=("input",), writes=("store", "failures"))
 
     p = sub.add_parser("unpack", help="write a store's frames as a video or image folder")
     p.add_argument("store", metavar="STORE")
@@ -111,6 +114,58 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pack(args: argparse.Namespace) -> int:
+    if is_many(args.input):
+        return pack_many(args)
+    data = pack(args)
+    if args.json:
+        print_json(data)
+    elif data.pop("nothing_to_do", False):
+        print(f"{args.store} is complete ({data['frames']} frames); nothing to resume")
+    else:
+        for key, value in data.items():
+            print(f"{key:<14}{value}")
+    return 0
+
+
+def pack_many(args: argparse.Namespace) -> int:
+    """``pack INPUTS FOLDER``: a store for each input in ``FOLDER``, named after it (the
+    folders it was found in kept), one after the other; ``--resume`` resumes each (a
+    complete one is left as it is). An input that cannot be read is listed and the rest
+    go on (exit code :data:`~.many.PARTIAL`)."""
+    from ..io.inputs import expand
+
+    refuse_rate(args.rate)
+    inputs = expand(args.input)
+    if any(i.start or i.stop is not None for i in inputs):
+        raise UsageError("pack stores whole inputs; drop the manifest's start and stop")
+    folder = Path(args.store)
+
+    def one(item: Any) -> dict[str, Any]:
+        target = item.output_in(folder, ".hfs")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = pack(argparse.Namespace(**{**vars(args), "input": item.path, "store": str(target)}))
+        data.pop("nothing_to_do", None)
+        data.pop("path", None)  # the store's: ``store`` names it, ``path`` the input
+        return {"store": str(target), **data}
+
+    done, failed = each(inputs, one, fail_fast=args.fail_fast)
+    publish_failures(failed, args.failures, folder, total=len(inputs))
+    rows = sorted([*done, *({**f, "error": f.pop("reason")} for f in failed)],
+                  key=lambda row: row["path"])  # fmt: skip
+    for row in rows:
+        if args.json:
+            print_json(row)
+        elif "error" in row:
+            print(f"{row['path']}  cannot be read: {row['error']}")
+        else:
+            print(f"{row['path']}  -> {row['store']}: {row['frames']} frames, "
+                  f"{row['new_frames']} new, {row['ratio']} of raw")  # fmt: skip
+    return PARTIAL if failed else 0
+
+
+def pack(args: argparse.Namespace) -> dict[str, Any]:
+    """Pack ``args.input`` into ``args.store`` as the options say; the figures (as
+    ``--json`` prints them; ``nothing_to_do`` where a resume found the store complete)."""
     from .. import Pipeline
     from ..choices import GOP, check_gop
     from ..engine.sizing import default_budget
@@ -150,7 +205,8 @@ def run_pack(args: argparse.Namespace) -> int:
             intra=args.intra, gop=args.gop, grouping=grouping, resume=True,
         ).close(complete=done)  # fmt: skip
         if done:
-            return _print_complete(args)
+            return {**_pack_data(store_info(args.store), fps=0.0, new=0, wall=0.0),
+                    "nothing_to_do": True}  # fmt: skip
         check_resumed_frame(args.store, args.input, start - 1, **reading)
     source = open_input(args.input, start=start, **reading)
     sink = StoreSink(  # records the grouping the .group() stage below uses
@@ -171,7 +227,7 @@ def run_pack(args: argparse.Namespace) -> int:
             f"{whole.info['other_streams']} of {args.input!r}; keep the original for them",
             file=sys.stderr,
         )
-    return _print_pack(args, report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
+    return _pack_data(report.output, fps=report.fps, new=report.frames, wall=report.wall_s)
 
 
 def x264_max_len(longest: int, gop: int) -> int:
@@ -211,15 +267,6 @@ def default_planes(path: str) -> Any:
     return "native" if probe.info.get("source_pix_fmt") in NATIVE else "rgb24"
 
 
-def _print_complete(args: argparse.Namespace) -> int:
-    """``pack --resume`` of a finished store: say so (the summary with ``--json``)."""
-    summary = store_info(args.store)
-    if args.json:
-        return _print_pack(args, summary, fps=0.0, new=0, wall=0.0)
-    print(f"{args.store} is complete ({summary['frames']} frames); nothing to resume")
-    return 0
-
-
 def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
@@ -239,19 +286,12 @@ def _store_spec(path: str) -> Any:
         return store.header.spec  # as stored (planes, for a store of planes)
 
 
-def _print_pack(
-    args: argparse.Namespace, summary: dict[str, Any], *, fps: float, new: int, wall: float
-) -> int:
+def _pack_data(summary: dict[str, Any], *, fps: float, new: int, wall: float) -> dict[str, Any]:
     keys = ("path", "frames", "hyperframes", "raw_bytes", "stored_bytes", "ratio", "psnr_min")
     data = {key: summary.get(key) for key in keys}
     data.update(fps=round(fps, 3), new_frames=new, wall_s=round(wall, 3),
                 resumed_from=summary.get("resumed_from", data["frames"]))  # fmt: skip
-    if args.json:
-        print_json(data)
-    else:
-        for key, value in data.items():
-            print(f"{key:<14}{value}")
-    return 0
+    return data
 
 
 def run_unpack(args: argparse.Namespace) -> int:
