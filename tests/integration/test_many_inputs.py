@@ -252,3 +252,13 @@ def test_analyze_many_gives_a_row_per_input(folder: Path, capsys):
     assert main(["analyze", "clips", "--samples", "0"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3 and all("hyperframes" in line for line in out)
+
+
+def test_the_progress_counts_files(folder: Path) -> None:
+    notes = []
+    source = hf.VideoFiles(folder, size=(160, 96))
+    hf.Pipeline.from_source(source, batch_size=16).for_each(lambda i, f: None).run(
+        progress=lambda p: notes.append(p.note)
+    )
+    assert notes[0] == "file 1/3" and notes[-1] == "file 3/3" and "file 2/3" in notes
+    assert notes == sorted(notes)  # it only goes up

@@ -379,7 +379,8 @@ class Runner:
                 self.delivered = delivered
                 if self.progress is not None:
                     elapsed = time.perf_counter() - start
-                    note = calls_saved(self.runs)
+                    notes = (calls_saved(self.runs), self.source.progress_note())
+                    note = ", ".join(n for n in notes if n)
                     self.progress(Progress(delivered, total, elapsed, slowest(self.stats), note))
             stats.add(frames=item.count, busy=time.perf_counter() - t1, wait_in=t1 - t0)
         if len(self.reorder):

@@ -142,6 +142,12 @@ class Source(ABC):
         such as how a seek was checked; called after the last read. Empty by default."""
         return {}
 
+    def progress_note(self) -> str:
+        """A few words on how far the reads are, beside the frames (``"file 12/400"``) for
+        the progress bar; none by default. Called from the sink's thread after each batch:
+        cheap, and not locked (a count a batch behind is fine)."""
+        return ""
+
     def figures(self) -> SourceFigures:
         """What this source reports of its reads while the run goes (a store's cache tiers);
         none by default. Called from monitor threads: thread-safe and cheap, and callable

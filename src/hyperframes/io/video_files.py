@@ -239,6 +239,10 @@ class VideoFiles(Source):
         for source in self._sources.values():
             source.close()
 
+    def progress_note(self) -> str:
+        """``"file 12/400"``: the input being read, of all."""
+        return f"file {min(self._k + 1, len(self.inputs))}/{len(self.inputs)}"
+
     def notes(self) -> dict[str, Any]:
         """How many inputs, each finished one's frames and seconds, and those that failed."""
         return {"inputs": len(self.inputs), "read": self._figures, "failed": self.failed}
