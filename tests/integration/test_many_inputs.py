@@ -19,6 +19,7 @@ import hyperframes as hf
 from hyperframes.cli import main
 from hyperframes.cli.many import PARTIAL
 from hyperframes.io.inputs import expand, is_video
+from hyperframes.io.positions import Seconds, frame_range
 
 FUNCTION = """
 def brightness(frames):
@@ -156,7 +157,7 @@ def test_a_manifest_reads_its_ranges_relative_to_itself(folder: Path, tmp_path: 
     assert main(["map", str(clash), "brightness_fn:brightness", "--out", str(out)]) == 1
     assert not out.exists()
     bad = tmp_path / "m" / "bad.csv"
-    bad.write_text("path,start\n../clips/bikes.mp4,1.5s\n")
+    bad.write_text("path,start\n../clips/bikes.mp4,1.5\n")  # no frame is 1.5
     with pytest.raises(ValueError, match="frame index"):
         expand(bad)
 
@@ -262,3 +263,25 @@ def test_the_progress_counts_files(folder: Path) -> None:
     )
     assert notes[0] == "file 1/3" and notes[-1] == "file 3/3" and "file 2/3" in notes
     assert notes == sorted(notes)  # it only goes up
+
+
+def test_a_manifest_takes_times_as_well_as_frames(folder: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "times.csv"
+    manifest.write_text("path,start,stop\nclips/bikes.mp4,1s,00:00:02\nclips/bikes.mp4,5,9\n")
+    out = tmp_path / "rows.jsonl"
+    assert main(["map", str(manifest), "brightness_fn:brightness", "--out", str(out)]) == 0
+    got = rows_of(out)
+    first, last = frame_range(folder / "bikes.mp4", Seconds(1), Seconds(2))
+    assert 0 < first < last
+    frames = [r["frame"] for r in got]
+    assert frames == [*range(first, last), *range(5, 9)] or frames == [
+        *range(5, 9),
+        *range(first, last),
+    ]
+    timed = [r["time"] for r in got if r["frame"] >= first]
+    assert min(timed) >= 1.0 - 1e-6 and max(timed) < 2.0
+    bad = tmp_path / "bad.csv"
+    bad.write_text("path,start\nclips/bikes.mp4,soon\n")
+    assert (
+        main(["map", str(bad), "brightness_fn:brightness", "--out", str(tmp_path / "b.jsonl")]) == 1
+    )

@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import re
 import sys
 from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
+
+from ..io.positions import Seconds, parse_position
 
 if TYPE_CHECKING:
     from .. import RunReport
@@ -148,30 +149,13 @@ def positive_int(text: str) -> int:
     return value
 
 
-class Seconds(float):
-    """A position given as a time (``12.5s``, ``1:02.5``, ``00:01:02.500``), not a frame."""
-
-
 def position(text: str) -> int | Seconds:
     """``--start``/``--stop``: a frame index (``120``) or a time in seconds (``4.5s``) or
-    ``[HH:]MM:SS[.mmm]``."""
+    ``[HH:]MM:SS[.mmm]`` (:func:`~hyperframes.io.positions.parse_position`)."""
     try:
-        if text.endswith("s"):
-            value: int | Seconds = Seconds(float(text[:-1]))
-        elif ":" in text:
-            parts = [float(p) for p in text.split(":")]
-            if len(parts) > 3:
-                raise ValueError(text)
-            value = Seconds(sum(p * 60**k for k, p in enumerate(reversed(parts))))
-        else:
-            value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a frame index (120), seconds (4.5s) or [HH:]MM:SS.mmm, got {text!r}"
-        ) from None
-    if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"a position cannot be negative, got {text!r}")
-    return value
+        return parse_position(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def worker_count(text: str) -> int:

@@ -5,12 +5,12 @@ positions in time, and the report of what became of each stream."""
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..io.inputs import is_image_sequence
-from .common import Seconds, UsageError
+from ..io.positions import Seconds
+from .common import UsageError
 
 if TYPE_CHECKING:
     from .. import RunReport
@@ -60,44 +60,26 @@ def carry_of(output: str, **choices: Any) -> Any:
 def frame_range(
     path: str, start: int | Seconds, stop: int | Seconds | None, *, rate: str | None = None
 ) -> tuple[int, int | None]:
-    """``--start``/``--stop`` as frame indices: a time is the first frame shown at or after
-    it (by the frames' own timestamps, so right on a variable frame rate; an image
-    sequence's frame ``n`` at ``n / rate``, ``rate`` 25 unless given)."""
-    if not isinstance(start, Seconds) and not isinstance(stop, Seconds):
-        return start, stop
-    if rate is not None or is_image_sequence(path):
-        from fractions import Fraction
+    """``--start``/``--stop`` as frame indices (:func:`~hyperframes.io.positions.frame_range`;
+    an image sequence's at ``rate``, 25 unless given)."""
+    from fractions import Fraction
 
-        from ..io.images import DEFAULT_RATE
-
-        every = Fraction(rate) if rate else DEFAULT_RATE
-
-        def at(t: int | Seconds) -> int:
-            return math.ceil(float(t) * every - 1e-9) if isinstance(t, Seconds) else t
-
-        return at(start), None if stop is None else at(stop)
     from ..errors import MediaError
-    from ..segments import video_frames
+    from ..io import positions
+    from ..io.images import DEFAULT_RATE
 
+    every = None
+    if rate is not None or is_image_sequence(path):
+        every = Fraction(rate) if rate else DEFAULT_RATE
     try:
-        pts, _, base = video_frames(Path(path))
+        return positions.frame_range(path, start, stop, rate=every)
     except MediaError as exc:
         raise UsageError(
             f"--start/--stop in seconds go by the frames' timestamps, which {path!r} cannot "
             f"give ({str(exc).split(': ', 1)[-1].split(';')[0]}); give frame indices instead"
         ) from None
-    times = sorted(float((p - pts[0]) * base) for p in pts)
-
-    def index(at: int | Seconds) -> int:
-        if not isinstance(at, Seconds):
-            return at
-        if at > times[-1] + 1e-6 and at is start:
-            raise UsageError(
-                f"--start {at:g}s is past the last frame ({times[-1]:.3f}s); pass an earlier time"
-            )
-        return next((k for k, t in enumerate(times) if t >= at - 1e-6), len(times))
-
-    return index(start), None if stop is None else index(stop)
+    except ValueError as exc:
+        raise UsageError(f"--{exc}") from None
 
 
 def not_carried(

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..io.inputs import is_many
-from .common import Seconds, UsageError, emit_report, print_json, reuse_of
+from ..io.positions import Seconds
+from .common import UsageError, emit_report, print_json, reuse_of
 from .many import PARTIAL, each, publish_failures, refuse_rate
 from .observe import observed, observed_run, workers_of
 from .options import Encoding, Observe, Scale

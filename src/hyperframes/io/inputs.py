@@ -11,8 +11,9 @@ fixed, sorted list of :class:`Input` when a job starts.
 - **A glob** (``"clips/**/*.mp4"``, quoted on the command line) is expanded with ``**``
   crossing folders.
 - **A manifest**: ``.txt`` (one path a line, ``#`` comments), or ``.csv``, ``.jsonl`` or
-  ``.parquet`` with a ``path`` column, optional ``start``/``stop`` (frame indices) and any
-  other columns, which the results carry. Paths are relative to the manifest.
+  ``.parquet`` with a ``path`` column, optional ``start``/``stop`` (frame indices, or
+  times as text: ``"4.5s"``, ``"00:01:02.5"``) and any other columns, which the results
+  carry. Paths are relative to the manifest.
 
 Example:
     >>> inputs = expand("clips/")  # doctest: +SKIP
@@ -32,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .positions import Seconds, parse_position
 
 MANIFESTS = (".txt", ".csv", ".jsonl", ".parquet")
 """The suffixes read as a manifest."""
@@ -67,8 +70,8 @@ class Input:
     names its output where each input has one."""
 
     path: str
-    start: int = 0
-    stop: int | None = None
+    start: int | Seconds = 0
+    stop: int | Seconds | None = None
     columns: Mapping[str, Any] = field(default_factory=dict)
     relative: str = ""
 
@@ -215,17 +218,24 @@ def _listed(item: Any, base: Path) -> Input:
     return Input(absolute, start or 0, stop, row, relative)
 
 
-def _frame(value: Any, name: str) -> int | None:
+def _frame(value: Any, name: str) -> int | Seconds | None:
+    """A manifest's ``start``/``stop``: a frame index (a whole number), or a time as text
+    (``"4.5s"``, ``"1:02.5"``, ``"00:01:02.500"``)."""
     if value is None or value == "" or (isinstance(value, float) and value != value):
         return None
+    if isinstance(value, str) and (value.strip().endswith("s") or ":" in value):
+        try:
+            return parse_position(value.strip())
+        except ValueError as exc:
+            raise ValueError(f"a manifest's {name}: {exc}") from None
     try:
         number = float(value)
     except (TypeError, ValueError):
         number = -1.0
     if number < 0 or number != int(number):
         raise ValueError(
-            f"a manifest's {name} is a frame index (a whole number >= 0), got {value!r}; "
-            "seconds are not read from a manifest yet"
+            f"a manifest's {name} is a frame index (a whole number >= 0) or a time "
+            f"('4.5s', '00:01:02.5'), got {value!r}"
         )
     return int(number)
 

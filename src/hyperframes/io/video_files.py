@@ -34,6 +34,7 @@ from ..errors import MediaError
 from .base import Chunk, Source
 from .formats import OnCorrupt, PixFmt
 from .inputs import Input, expand
+from .positions import frame_range
 from .video import VideoSource
 
 OnError = Literal["skip", "fail"]
@@ -129,7 +130,8 @@ class VideoFiles(Source):
         self._start_over()
 
     def _source(self, item: Input) -> VideoSource:
-        return VideoSource(item.path, start=item.start, stop=item.stop, **self._options)
+        start, stop = frame_range(item.path, item.start, item.stop)  # times: frame indices
+        return VideoSource(item.path, start=start, stop=stop, **self._options)
 
     def _start_over(self) -> None:
         self.failed = list(self._found_failed)
@@ -155,18 +157,19 @@ class VideoFiles(Source):
         source = self._sources.pop(self._k, None)
         if source is not None:
             source.close()
+        stop, total = None, None
         try:
             whole = self._source(item)
-            total = whole.info.get("frames")
+            stop, total = whole.stop, whole.info.get("frames")
             whole.close()
         except READ_ERRORS:
-            total = None  # read again below: it fails there, and is listed
-        if (item.stop is not None and first >= item.stop) or (total and first >= total):
+            pass  # read again below: it fails there, and is listed
+        self._later.discard(self._k)
+        if (stop is not None and first >= stop) or (total and first >= total):
             self._k += 1  # it was finished
         else:
-            self._later.discard(self._k)
             try:
-                self._sources[self._k] = VideoSource(item.path, start=first, stop=item.stop,
+                self._sources[self._k] = VideoSource(item.path, start=first, stop=stop,
                                                      **self._options)  # fmt: skip
             except READ_ERRORS as exc:
                 self._fail(self._k, exc, frames=0)
