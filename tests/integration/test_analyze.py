@@ -232,6 +232,7 @@ def test_analyze_describes_what_a_default_pack_does(clip_path, tmp_path, capsys)
     assert "as pack stores it by default: yuv420p frames" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # every store mode estimated: 5 s
 def test_analyze_estimates_every_store_mode_and_names_the_smallest(clip_path, tmp_path, capsys):
     """On the planes of a moving clip: each mode's size near what a pack of it stores, the
     x264 mode the smallest and the gradient the fastest to read."""

@@ -128,6 +128,7 @@ def _trials(video: Path, tmp_path: Path, reference: tuple[Path, np.ndarray], see
               f"{len(expected)} frames committed")  # fmt: skip
 
 
+@pytest.mark.slow  # random kills of a pack: 5 s (test_interrupt kills packs by default)
 def test_kill_then_resume_gives_identical_frames(
     video: Path, tmp_path: Path, reference: tuple[Path, np.ndarray]
 ) -> None:
