@@ -387,11 +387,14 @@ class Pipeline:
         """The output batches for a loop of your own: ``for ids, frames in ...``.
 
         The run starts when the loop does, on a thread of its own, and goes ahead within
-        its memory budget while the loop works; the loop holds one batch at a time:
-        ``frames`` is a view of a pool slot, valid until the next step (copy what you
-        keep). Leaving the loop (``break``, an exception, Ctrl-C) stops the run and waits
-        for it to unwind: no thread, process or slot is left. A stage's error is raised in
-        the loop. The run's report is ``.report`` of the returned object once it ended.
+        its memory budget while the loop works. The loop owns what it is given: ``frames``
+        is a view of a pool slot (no copy), and the slot goes back to the run only once
+        nothing refers to it; keep batches (a list, a queue, ``torch.from_numpy``) and they
+        stay right: past two kept at once, the next come as copies of their own. Leaving
+        the loop (``break``, an exception, Ctrl-C) stops the run and waits for it to
+        unwind: no thread, process or slot is left. A stage's error is raised in the loop.
+        The run's report is ``.report`` of the returned object once it ended, and
+        ``.copies`` says how many batches came as copies.
 
         Args:
             meta: yield ``(ids, frames, meta)``, ``meta`` as ``{key: array}`` (``"pts"``,

@@ -150,7 +150,7 @@ def plan_run(
         sizes = [1 << k for k in range(top.bit_length() - 1, -1, -1)]
         why = f"the largest power of two with a slot under {mib(TARGET_SLOT_BYTES)}"
     for size in sizes:
-        need = slots_needed(stages, size, workers=workers, length=length, slots=slots)
+        need = slots_needed([*stages, sink], size, workers=workers, length=length, slots=slots)
         if (frame * need + frame_scratch) * size + sink.least <= budget:
             if size != sizes[0]:
                 why = f"the largest power of two whose {need} slots fit the budget"
@@ -181,7 +181,7 @@ def least_budget(
     frame = sum(s.nbytes for s in [spec, *(s for _, s in pools)])
     frame_scratch = sum(s.nbytes * n for _, s, n in scratch_specs(spec, stages))
     workers = sum(stage.workers for stage in stages)
-    need = slots_needed(stages, size, workers=workers, length=length, slots=slots)
+    need = slots_needed([*stages, sink], size, workers=workers, length=length, slots=slots)
     return (frame * need + frame_scratch) * size + sink.least
 
 
@@ -194,7 +194,7 @@ def slots_needed(
     slots: int | None = None,
 ) -> int:
     """The slots of each pool with batches of ``batch_size``: one per worker plus three
-    (source, sink, spare) plus what the stages hold back, no more than the input's
+    (source, sink, spare) plus what the stages (and the sink) hold back, no more than the input's
     batches plus one; or ``slots`` when given (at least what the stages hold, plus one)."""
     hold = sum(stage.held(batch_size) for stage in stages)
     if slots is not None and slots < hold + 1:

@@ -370,11 +370,12 @@ class Runner:
                     self._open_sink(batch.pool.spec)
                 try:
                     if batch.count:
-                        self.sink.write(batch.frames, batch.index, batch.meta)
+                        self.sink.write_owned(batch.frames, batch.index, batch.meta, batch.release)
+                    else:
+                        batch.release()
                 except BaseException as exc:
                     exc.add_note(f"in the sink, {batch.describe()}")
                     raise
-                batch.release()
                 delivered += batch.count
                 self.delivered = delivered
                 if self.progress is not None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import Any
@@ -240,6 +240,20 @@ class Sink(ABC):
     @abstractmethod
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
         """Consume one batch: ``frames`` is a view valid only during the call."""
+
+    def write_owned(
+        self,
+        frames: np.ndarray,
+        index: np.ndarray,
+        meta: dict[str, np.ndarray],
+        release: Callable[[], None],
+    ) -> None:
+        """Consume one batch whose slots ``release`` gives back to the run: after
+        :meth:`write` by default. A sink that hands ``frames`` on (to a loop of the
+        user's) calls it once nothing it handed on can see the slot any more; the run
+        plans the slots it keeps (its footprint's ``held_batches``)."""
+        self.write(frames, index, meta)
+        release()
 
     def close(self, *, ok: bool) -> Any:
         """Finish. ``ok=False`` after a failure: remove partial output. Returns a result

@@ -1,0 +1,98 @@
+"""A loop of the user's owns the batches it is given (issue 52): kept in a list, sliced,
+handed to another thread, they never change under it, and the common loop that keeps
+nothing gets views of the run's slots (no copy); memory stays within the plan."""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+import numpy as np
+import pytest
+
+import hyperframes as hf
+from hyperframes.io.handoff import KEPT_VIEWS
+
+COUNT = 250
+
+
+def numbered(count: int = COUNT):
+    """Frames whose every pixel holds its frame number (mod 251)."""
+    return (np.full((16, 24, 3), i % 251, np.uint8) for i in range(count))
+
+
+def pipeline(workers: int = 1) -> hf.Pipeline:
+    def add(frames: np.ndarray) -> np.ndarray:  # a new array a batch: the stage's own pool
+        return frames + np.uint8(1)
+
+    return hf.Pipeline.from_frames(numbered(), batch_size=8).map(add, workers=workers)
+
+
+def right(frames: np.ndarray, ids: np.ndarray) -> bool:
+    return bool(np.all(frames == ((ids % 251 + 1) % 256).astype(np.uint8)[:, None, None, None]))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_list_of_every_batch_holds_every_frame(workers: int) -> None:
+    batches = pipeline(workers).iter_batches()
+    kept = list(batches)
+    assert sum(len(ids) for ids, _ in kept) == COUNT
+    assert all(right(frames, ids) for ids, frames in kept)
+    # the first come as views; later ones as copies, until the run ended (views again)
+    assert 0 < batches.copies <= len(kept) - KEPT_VIEWS
+
+
+def test_slices_kept_stay_right() -> None:
+    slices = [(ids[:3], frames[:3]) for ids, frames in pipeline().iter_batches()]
+    assert all(right(frames, ids) for ids, frames in slices)
+
+
+def test_the_loop_that_keeps_nothing_copies_nothing() -> None:
+    batches = pipeline(2).iter_batches()
+    seen = 0
+    for ids, frames in batches:
+        assert right(frames, ids)
+        seen += len(ids)
+    assert seen == COUNT and batches.copies == 0
+
+
+def test_the_previous_batch_kept_for_a_difference_is_no_copy() -> None:
+    batches = pipeline().iter_batches()
+    previous = None
+    for ids, frames in batches:
+        if previous is not None:
+            assert right(previous[1], previous[0])
+            assert int(frames[0, 0, 0, 0]) - int(previous[1][0, 0, 0, 0]) in (8, 8 - 251)
+        previous = (ids, frames)
+    assert batches.copies == 0
+
+
+def test_batches_handed_to_another_thread_stay_right() -> None:
+    handed: queue.Queue = queue.Queue(maxsize=4)
+    checked: list[bool] = []
+
+    def consume() -> None:
+        while (item := handed.get()) is not None:
+            threading.Event().wait(0.002)  # slower than the loop: batches wait in the queue
+            checked.append(right(item[1], item[0]))
+
+    worker = threading.Thread(target=consume)
+    worker.start()
+    for ids, frames in pipeline(2).iter_batches():
+        handed.put((ids, frames))
+    handed.put(None)
+    worker.join()
+    assert len(checked) == -(-COUNT // 8) and all(checked)
+
+
+def test_leaving_while_holding_views_leaves_nothing_running() -> None:
+    before = {t.ident for t in threading.enumerate()}
+    kept = []
+    batches = pipeline(2).iter_batches()
+    for _, frames in batches:
+        kept.append(frames)
+        if len(kept) == 5:
+            break
+    batches.close()
+    assert {t.ident for t in threading.enumerate()} <= before
+    assert len(kept) == 5
