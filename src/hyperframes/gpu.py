@@ -26,6 +26,7 @@ INSTALL = "pip install 'hyperframes-engine[gpu]'"
 
 Layout = Literal["NHWC", "NCHW"]
 Input = Literal["float32", "uint8"]
+Returns = Literal["frames", "answers"]
 
 
 def import_torch() -> Any:
@@ -41,13 +42,22 @@ class TorchStage:
     """A map-stage function that runs ``fn`` on torch tensors (see :func:`torch_stage`)."""
 
     def __init__(
-        self, fn: Callable[[Any], Any], *, device: str | None, layout: Layout, input: Input
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        device: str | None,
+        layout: Layout,
+        input: Input,
+        returns: Returns = "frames",
     ) -> None:
         if layout not in ("NHWC", "NCHW"):
             raise ValueError(f"layout must be 'NHWC' or 'NCHW', got {layout!r}")
         if input not in ("float32", "uint8"):
             raise ValueError(f"input must be 'float32' or 'uint8', got {input!r}")
+        if returns not in ("frames", "answers"):
+            raise ValueError(f"returns must be 'frames' or 'answers', got {returns!r}")
         self.fn, self.device, self.layout, self.input = fn, device, layout, input
+        self.returns = returns
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self._local = threading.local()
 
@@ -64,6 +74,10 @@ class TorchStage:
         torch = import_torch()
         device = torch.device(self.device or ("cuda" if torch.cuda.is_available() else "cpu"))
         with torch.inference_mode():
+            if self.returns == "answers":  # as fn gives them, on the host
+                x = torch.from_numpy(frames).to(device, non_blocking=device.type == "cuda")
+                answers: np.ndarray = self.fn(self._prepare(torch, x)).detach().cpu().numpy()
+                return answers
             if device.type == "cuda":
                 result, owned = self._on_cuda(torch, device, frames), False
             else:
@@ -83,7 +97,18 @@ class TorchStage:
         return x
 
     def _result(self, torch: Any, y: Any, frames: np.ndarray) -> Any:
-        """``fn``'s tensor back in NHWC, and in uint8 when the frames were uint8."""
+        """``fn``'s tensor back in NHWC, and in uint8 when the frames were uint8.
+
+        Raises:
+            ValueError: ``fn`` did not return a batch of frames (an answer per frame, say).
+        """
+        if y.ndim < 3 or y.shape[0] != len(frames):  # frames: (N, H, W) or (N, H, W, C)
+            name = self.__name__
+            raise ValueError(
+                f"torch_stage({name}) makes frames, and {name} returned a tensor of shape "
+                f"{tuple(y.shape)}, not {len(frames)} frames; for an answer per frame "
+                f"(logits, boxes) pass returns='answers' and map(..., into='a name')"
+            )
         if self.layout == "NCHW" and y.ndim == 4:
             y = y.permute(0, 2, 3, 1)
         if frames.dtype == np.uint8 and y.is_floating_point():
@@ -139,6 +164,7 @@ def torch_stage(
     device: str | None = None,
     layout: Layout = "NCHW",
     input: Input = "float32",
+    returns: Returns = "frames",
 ) -> TorchStage:
     """Turn ``fn(tensor) -> tensor`` into a map-stage function over batches of frames.
 
@@ -151,6 +177,9 @@ def torch_stage(
         input: ``"float32"`` gives ``fn`` uint8 frames as floats in 0..1 (and turns a float
             result in 0..1 back into uint8 frames); ``"uint8"`` gives them as they are (a
             float result is then rounded and clamped to 0..255).
+        returns: ``"frames"``: ``fn`` returns a batch of frames (anything else is refused
+            in one line); ``"answers"``: one answer per frame (logits, embeddings), handed
+            on as ``fn`` gives them, as a numpy array, for ``map(..., into="name")``.
 
     Returns:
         A callable for ``Pipeline.map``; results of the input's shape and dtype are
@@ -162,4 +191,4 @@ def torch_stage(
     """
     if not callable(fn):
         raise TypeError(f"torch_stage needs a callable, got {type(fn).__name__}")
-    return TorchStage(fn, device=device, layout=layout, input=input)
+    return TorchStage(fn, device=device, layout=layout, input=input, returns=returns)

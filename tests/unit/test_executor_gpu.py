@@ -58,3 +58,23 @@ def test_bad_options():
         torch_stage(invert, layout="CHW")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="needs a callable"):
         torch_stage(3)  # type: ignore[arg-type]
+
+
+def test_an_answer_per_frame_is_refused_as_frames_and_kept_as_answers():
+    frames = frames_of()
+
+    def logits(x):  # (N, 4) a batch: a classifier's answer, not frames
+        return x.mean(dim=(2, 3)).repeat(1, 2)[:, :4]
+
+    with pytest.raises(ValueError, match=r"returned a tensor of shape \(8, 4\).*returns='answers'"):
+        Pipeline.from_frames(frames, batch_size=8).map(torch_stage(logits, device="cpu")).collect()
+    got = {}
+    stage = torch_stage(logits, device="cpu", returns="answers")
+    Pipeline.from_frames(frames, batch_size=8).map(stage, into="logits").for_each(
+        lambda i, f, meta: got.update({i: meta["logits"]}), meta=True
+    ).run()
+    x = torch.from_numpy(frames).float().div(255).permute(0, 3, 1, 2)
+    np.testing.assert_allclose(
+        np.stack([got[i] for i in sorted(got)]), logits(x).numpy(), rtol=1e-6
+    )
+    assert np.stack(list(got.values())).dtype == np.float32  # not made into uint8 "frames"
