@@ -74,3 +74,24 @@ def test_unknown_colour_is_refused(synthetic_mp4: Path) -> None:
         ValueError, match=r"colour must be one of \['fast', 'ffmpeg'\], got 'exact'"
     ):
         VideoSource(synthetic_mp4, colour="exact")  # type: ignore[arg-type]
+
+
+def test_the_cli_takes_ffmpeg_colour(synthetic_mp4: Path, tmp_path: Path, monkeypatch) -> None:
+    """``map --colour ffmpeg``: the function sees FFmpeg's pixels (a model's baseline's);
+    by default the fast conversion's, which differ."""
+    import json
+
+    from hyperframes.cli import main
+
+    (tmp_path / "sums_fn.py").write_text(
+        "def sums(frames):\n    return [int(f.astype('int64').sum()) for f in frames]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    want = [int(f.astype(np.int64).sum()) for f in pyav_frames(synthetic_mp4, "rgb24")]
+    got = {}
+    for colour in ("ffmpeg", "fast"):
+        out = tmp_path / f"{colour}.jsonl"
+        assert main(["map", str(synthetic_mp4), "sums_fn:sums", "--out", str(out),
+                     "--colour", colour]) == 0  # fmt: skip
+        got[colour] = [json.loads(line)["value"] for line in out.read_text().splitlines()]
+    assert got["ffmpeg"] == want and got["fast"] != want

@@ -39,6 +39,11 @@ def add_function_options(p: argparse.ArgumentParser) -> None:
         "--agree", default=None,
         help="how answers compare for --reuse-target: equal, boxes[:IOU], count, psnr[:DB]",
     )  # fmt: skip
+    p.add_argument(
+        "--colour", choices=("fast", "ffmpeg"), default="fast",
+        help="a video's RGB: fast (OpenCV; within 1-3 levels of FFmpeg's, 1.2-2.3x as fast) "
+        "or ffmpeg (FFmpeg's own, bit for bit, as PyAV and torchcodec give it)",
+    )  # fmt: skip
 
 
 def reuse_of(args: argparse.Namespace) -> Any:

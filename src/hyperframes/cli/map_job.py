@@ -95,14 +95,13 @@ def run_map(args: argparse.Namespace) -> int:
         "input": input_fingerprint(args.input),
         "function": code_identity(fn),
         # (the rate only where given: the records of earlier runs resume as they were)
-        "options": {key: getattr(args, key) for key in keys}
-        | ({"rate": args.rate} if args.rate is not None else {}),
+        "options": {key: getattr(args, key) for key in keys} | _given(args, "rate", "colour"),
     }
     out = Path(args.out)
     if args.resume and out.exists() and not has_parts(out):
         return _finished(out, job)
     options = {"size": args.size, "step": args.every, "on_corrupt": args.on_corrupt,
-               "rate": args.rate}  # fmt: skip
+               "rate": args.rate, "colour": args.colour}  # fmt: skip
     source = _resumed_source(args, out, options) if args.resume else None
     if source is None:
         source = open_input(args.input, start=args.start, stop=args.stop, **options)
@@ -143,7 +142,8 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     job = {
         "inputs": inputs_record(inputs),
         "function": code_identity(fn),
-        "options": {key: getattr(args, key) for key in ("size", "every", "on_corrupt")},
+        "options": {key: getattr(args, key) for key in ("size", "every", "on_corrupt")}
+        | _given(args, "colour"),
     }
     if args.resume and out.exists() and not has_parts(out):
         if args.add_new:
@@ -155,7 +155,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
             {i.path for i in inputs[:at]}] if state else []  # fmt: skip
     failures = Failures(args.failures, out, kept)
     source = VideoFiles(
-        inputs, size=args.size, step=args.every, on_corrupt=args.on_corrupt,
+        inputs, size=args.size, step=args.every, on_corrupt=args.on_corrupt, colour=args.colour,
         on_error="fail" if args.fail_fast else "skip", on_failed=failures.add,
     )  # fmt: skip
     if state and "input" in state:
@@ -168,6 +168,13 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         written["failures"] = listed
     emit_report(args.observe, report, **written)
     return PARTIAL if failures.entries else 0
+
+
+def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The options among ``names`` given other than as their defaults: a job records them
+    only then, so the records of runs made before they existed resume as they were."""
+    defaults = {"rate": None, "colour": "fast"}
+    return {n: getattr(args, n) for n in names if getattr(args, n) != defaults[n]}
 
 
 def recorded_inputs(out: Path) -> list[dict[str, Any]] | None:
@@ -259,7 +266,7 @@ def _run_chunked(args: argparse.Namespace, fn: Any, build: Any) -> int:
     report, written = observed(
         args.observe, "map", lambda bar, watch: run_chunked(
             args.input, args.out, build, start=args.start, stop=args.stop,
-            source_options={"size": args.size}, executor=executor,
+            source_options={"size": args.size, "colour": args.colour}, executor=executor,
             segments=args.chunks or None, batch_size=args.batch_size, memory=args.memory,
             overwrite=args.overwrite, progress=bar, monitor=watch,
         ),

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .. import RunReport
     from ..io.base import Sink
     from ..io.formats import OnCorrupt, PixFmt
-    from ..io.video import Rotation
+    from ..io.video import Colour, Rotation
     from ..modes import ReuseTarget
 
 
@@ -53,6 +53,7 @@ class TranscodeJob:
     chunks: int | None = None
     batch_size: int | None = None
     rate: str | None = None
+    colour: Colour = "fast"
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> TranscodeJob:
@@ -156,7 +157,7 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
     def make() -> Source:
         # the source resizes every frame to --size as it decodes it, so a stream whose
         # frame size changes part-way comes out at one size
-        video = {} if images else {"rotation": job.rotation}
+        video = {} if images else {"rotation": job.rotation, "colour": job.colour}
         return open_input(
             job.input, start=start, stop=stop, on_corrupt=job.on_corrupt, pix_fmt=pix_fmt,
             size=job.size, step=job.every, rate=job.rate, **video,
@@ -234,7 +235,7 @@ def transcode_chunked(
         return run_chunked(
             job.input, job.output, start=frames[0], stop=frames[1],
             source_options={"size": job.size, "pix_fmt": pix_fmt, "on_corrupt": job.on_corrupt,
-                            "rotation": job.rotation},
+                            "rotation": job.rotation, "colour": job.colour},
             executor=executor, segments=job.chunks or None, batch_size=job.batch_size,
             memory=job.scale.memory, overwrite=job.encoding.overwrite, progress=bar,
             monitor=watch, carry=carry, **job.encoding.options(**planar),

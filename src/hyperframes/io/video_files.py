@@ -35,7 +35,7 @@ from .base import Chunk, Source
 from .formats import OnCorrupt, PixFmt
 from .inputs import Input, expand
 from .positions import frame_range
-from .video import VideoSource
+from .video import Colour, VideoSource
 
 OnError = Literal["skip", "fail"]
 READ_ERRORS = (MediaError, OSError, ValueError, EOFError)
@@ -50,7 +50,8 @@ class VideoFiles(Source):
             ``.parquet``) or a list of paths (see :func:`~.inputs.expand`), sorted; or a
             list of :class:`~.inputs.Input` (as ``expand`` gives them), taken in its order.
         size: ``(width, height)`` to read every file at; needed where their sizes differ.
-        pix_fmt, step, on_corrupt: as :class:`~.video.VideoSource` takes them, for each file.
+        pix_fmt, step, on_corrupt, colour: as :class:`~.video.VideoSource` takes them, for
+            each file.
         on_error: a file that cannot be opened or read: ``"skip"`` lists it in
             :attr:`failed` and goes on; ``"fail"`` raises.
         on_failed: called with each entry of :attr:`failed` as it is added.
@@ -74,6 +75,7 @@ class VideoFiles(Source):
         pix_fmt: PixFmt = "rgb24",
         step: int = 1,
         on_corrupt: OnCorrupt = "fail",
+        colour: Colour = "fast",
         on_error: OnError = "skip",
         on_failed: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
@@ -90,7 +92,8 @@ class VideoFiles(Source):
         self.on_error, self.on_failed = on_error, on_failed
         self._resume: tuple[int, int, int] | None = None
         self._options: dict[str, Any] = {
-            "size": size, "pix_fmt": pix_fmt, "step": step, "on_corrupt": on_corrupt
+            "size": size, "pix_fmt": pix_fmt, "step": step, "on_corrupt": on_corrupt,
+            "colour": colour,
         }  # fmt: skip
         self.failed: list[dict[str, Any]] = []
         self._sources: dict[int, VideoSource] = {}
