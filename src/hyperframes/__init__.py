@@ -33,6 +33,7 @@ if _TYPE_CHECKING:
     from .engine.stage import Strategy, Stream
     from .engine.watch import Progress
     from .frames import FrameSpec
+    from .gpu import Tensors
     from .io.base import Chunk, Footprint, Sink, Source
     from .io.carry import Carry
     from .io.image_sink import ImageSequenceSink
@@ -57,6 +58,7 @@ _LAZY = {
     "Stream": ".engine.stage",
     "Strategy": ".engine.stage",
     "FrameSpec": ".frames",
+    "Tensors": ".gpu",
     "Chunk": ".io.base",
     "Footprint": ".io.base",
     "Sink": ".io.base",
@@ -124,6 +126,7 @@ __all__ = [
     "StoreSink",
     "Strategy",
     "Stream",
+    "Tensors",
     "VideoFiles",
     "VideoSink",
     "VideoSource",

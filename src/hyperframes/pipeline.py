@@ -40,6 +40,7 @@ from .modes import Reuse, from_legacy
 from .stages import map_stages, name_of, render_stage
 
 if TYPE_CHECKING:
+    from .gpu import Tensors
     from .hyper.distance import DistanceKind
     from .hyper.grouping.grouper import Rule
 
@@ -383,7 +384,9 @@ class Pipeline:
             )
             return runner.run()
 
-    def iter_batches(self, *, meta: bool = False, **run_options: Any) -> Batches:
+    def iter_batches(
+        self, *, meta: bool = False, tensors: Tensors | None = None, **run_options: Any
+    ) -> Batches:
         """The output batches for a loop of your own: ``for ids, frames in ...``.
 
         The run starts when the loop does, on a thread of its own, and goes ahead within
@@ -399,6 +402,8 @@ class Pipeline:
         Args:
             meta: yield ``(ids, frames, meta)``, ``meta`` as ``{key: array}`` (``"pts"``,
                 the values of ``map(..., into=key)`` stages, ...).
+            tensors: hand ``frames`` as torch tensors, as :class:`~hyperframes.gpu.Tensors`
+                says (NCHW float in 0..1 by default; ``uint8`` ones are views, no copy).
             run_options: as :meth:`run` takes them (``memory``, ``executor``, ...).
 
         Example:
@@ -409,7 +414,8 @@ class Pipeline:
             >>> total
             160
         """
-        return Batches(lambda sink: self.to(sink).run(**run_options), meta=meta)
+        convert = None if tensors is None else tensors.of
+        return Batches(lambda sink: self.to(sink).run(**run_options), meta=meta, convert=convert)
 
     def collect(self, **run_options: Any) -> np.ndarray:
         """Run and return every output frame as one ``(N, *shape)`` array (short inputs only)."""

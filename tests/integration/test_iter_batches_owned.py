@@ -96,3 +96,33 @@ def test_leaving_while_holding_views_leaves_nothing_running() -> None:
     batches.close()
     assert {t.ident for t in threading.enumerate()} <= before
     assert len(kept) == 5
+
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")  # the [gpu] extra, which make test installs
+
+
+def test_batches_as_float_nchw_tensors(torch) -> None:
+    batches = pipeline().iter_batches(tensors=hf.Tensors())
+    seen = 0
+    for ids, x in batches:
+        assert isinstance(x, torch.Tensor) and x.dtype == torch.float32 and x.is_contiguous()
+        assert tuple(x.shape) == (len(ids), 3, 16, 24)
+        want = torch.from_numpy(((ids % 251 + 1) % 256).astype(np.float32) / 255)
+        assert torch.equal(x[:, 1, 3, 5], want)
+        seen += len(ids)
+    assert seen == COUNT
+
+
+def test_uint8_tensors_are_views_the_loop_owns(torch) -> None:
+    kept = [(ids, x) for ids, x in pipeline(2).iter_batches(tensors=hf.Tensors(dtype="uint8"))]
+    assert all(x.dtype == torch.uint8 and tuple(x.shape[1:]) == (3, 16, 24) for _, x in kept)
+    assert all(right(x.permute(0, 2, 3, 1).numpy(), ids) for ids, x in kept)  # none overwritten
+
+
+def test_tensor_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="layout must be"):
+        hf.Tensors(layout="CHW")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        hf.Tensors(dtype="int7")

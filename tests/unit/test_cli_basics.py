@@ -35,8 +35,9 @@ API = (
     "render_chunked", "run_chunked",  # 0.3: public in the docs all along
     "Footprint",  # 0.3.1: what a sink of your own holds, for the run's plan
     "VideoFiles",  # 0.4.1: many videos as one source
+    "Tensors",  # 0.5: batches as torch tensors for a loop of the user's
 )  # fmt: skip
-"""The API of 0.4.1. Batch, FramePool and TaskGraph left it in 0.3 (internals no public
+"""The API of 0.5. Batch, FramePool and TaskGraph left it in 0.3 (internals no public
 call takes or returns) and resolved at the root with a warning until 0.4."""
 
 

@@ -133,10 +133,17 @@ class Batches:
     Args:
         start: runs the pipeline into the sink it is given and returns the report.
         meta: yield the batch's metadata (``{key: array}``) as a third item.
+        convert: what the loop gets of each batch's frames (torch tensors, say).
     """
 
-    def __init__(self, start: Callable[[Sink], Any], *, meta: bool = False) -> None:
-        self._start, self._meta = start, meta
+    def __init__(
+        self,
+        start: Callable[[Sink], Any],
+        *,
+        meta: bool = False,
+        convert: Callable[[np.ndarray], Any] | None = None,
+    ) -> None:
+        self._start, self._meta, self._convert = start, meta, convert
         self._sink = HandoffSink()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -151,6 +158,8 @@ class Batches:
             while (item := self._sink.take()) is not None:
                 ids, frames, meta = item
                 del item  # the loop's references alone keep the batch's slot
+                if self._convert is not None:
+                    frames = self._convert(frames)
                 yield (ids, frames, meta) if self._meta else (ids, frames)
                 del ids, frames, meta
         finally:
