@@ -33,12 +33,12 @@ if _TYPE_CHECKING:
     from .engine.stage import Strategy, Stream
     from .engine.watch import Progress
     from .frames import FrameSpec
-    from .gpu import Tensors
     from .io.base import Chunk, Footprint, Sink, Source
     from .io.carry import Carry
     from .io.image_sink import ImageSequenceSink
     from .io.images import ImageSequenceSource
     from .io.results import ResultsSink
+    from .io.tensors import Tensors
     from .io.video import VideoSource
     from .io.video_files import VideoFiles
     from .io.video_sink import VideoSink
@@ -58,7 +58,7 @@ _LAZY = {
     "Stream": ".engine.stage",
     "Strategy": ".engine.stage",
     "FrameSpec": ".frames",
-    "Tensors": ".gpu",
+    "Tensors": ".io.tensors",
     "Chunk": ".io.base",
     "Footprint": ".io.base",
     "Sink": ".io.base",

@@ -40,9 +40,9 @@ from .modes import Reuse, from_legacy
 from .stages import map_stages, name_of, render_stage
 
 if TYPE_CHECKING:
-    from .gpu import Tensors
     from .hyper.distance import DistanceKind
     from .hyper.grouping.grouper import Rule
+    from .io.tensors import Tensors
 
 DEFAULT_SLOT_TIMEOUT = 300.0
 
