@@ -211,3 +211,37 @@ def test_a_films_frames_into_images_say_what_was_left(make_film, tmp_path: Path,
     decoded = hf.Pipeline.from_source(hf.VideoSource(film, stop=5)).collect()
     written = hf.Pipeline.from_source(hf.ImageSequenceSource(tmp_path / "shots")).collect()
     np.testing.assert_array_equal(written, decoded)  # RGB frames, never the planes
+
+
+def test_a_folder_of_shots_is_one_input_a_shot(tmp_path: Path, clip_path, monkeypatch, capsys):
+    """A render's folder of shot folders (and a video beside them): each shot is one image
+    sequence among the inputs, at --rate; the video keeps its own rate."""
+    import shutil
+
+    render = tmp_path / "render"
+    write_sequence(render / "shot_a")
+    write_sequence(render / "shot_b", first=100)
+    shutil.copy(clip_path("bikes.mp4"), render / "bikes.mp4")
+    (tmp_path / "shots_fn.py").write_text(FUNCTION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    argv = ["map", "render", "shots_fn:brightness", "--out", "r.jsonl", "--size", "96x64"]
+    assert main([*argv, "--rate", "12"]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    counts = {Path(p).name: sum(r["path"] == p for r in rows) for p in {r["path"] for r in rows}}
+    assert counts == {"bikes.mp4": 250, "shot_a": COUNT, "shot_b": COUNT}
+    shot = [r["time"] for r in rows if r["path"].endswith("shot_b")]
+    assert shot == pytest.approx([k / 12 for k in range(COUNT)])
+    out = ["transcode", "render", "out", "--suffix", ".mkv", "--codec", "ffv1", "--rate", "12"]
+    assert main(out) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "bikes.mkv",
+        "shot_a.mkv",
+        "shot_b.mkv",
+    ]
+    frames, stream = read_video(tmp_path / "out" / "shot_a.mkv", "rgb24")
+    assert len(frames) == COUNT and stream.average_rate == 12
+    capsys.readouterr()
+    assert main(["info", "render", "--json"]) == 0
+    facts = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(f.get("frames") for f in facts) == [COUNT, COUNT, 250]

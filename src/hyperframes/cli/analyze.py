@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..io.inputs import is_many
 from .common import UsageError, positive_int, print_json
-from .many import PARTIAL, add_rate_option, each, refuse_rate
+from .many import PARTIAL, add_rate_option, each, rate_for, refuse_rate
 from .observe import add_long_options, observed
 from .scale import executor_for
 
@@ -68,9 +68,14 @@ def analyze_many(args: argparse.Namespace) -> int:
 
     if args.plot:
         raise UsageError("--plot draws one input's timeline; drop it with many inputs")
-    refuse_rate(args.rate)
     inputs = expand(args.input)
-    done, failed = each(inputs, lambda item: analysis(args, item.path)[0], fail_fast=False)
+    refuse_rate(args.rate, inputs)
+
+    def one(item: Any) -> dict[str, Any]:
+        own = argparse.Namespace(**{**vars(args), "rate": rate_for(args.rate, item.path)})
+        return analysis(own, item.path)[0]
+
+    done, failed = each(inputs, one, fail_fast=False)
     rows = sorted([*done, *({**f, "error": f.pop("reason")} for f in failed)],
                   key=lambda row: row["path"])  # fmt: skip
     for row in rows:

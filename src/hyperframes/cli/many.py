@@ -60,13 +60,22 @@ def frame_rate(text: str) -> str:
     return text
 
 
-def refuse_rate(rate: str | None) -> None:
-    """``--rate`` is an image sequence's: many inputs are videos, each with its own."""
-    if rate is not None:
+def refuse_rate(rate: str | None, inputs: list[Any]) -> None:
+    """``--rate`` is an image sequence's: refused where every input is a video."""
+    from ..io.inputs import is_image_sequence
+
+    if rate is not None and not any(is_image_sequence(i.path) for i in inputs):
         from .common import UsageError
 
         raise UsageError("--rate is an image sequence's; these inputs are videos, each with a "
                          "frame rate of its own: drop --rate")  # fmt: skip
+
+
+def rate_for(rate: str | None, path: str) -> str | None:
+    """``--rate`` for the input at ``path``: an image sequence's, none for a video."""
+    from ..io.inputs import is_image_sequence
+
+    return rate if is_image_sequence(path) else None
 
 
 def each(

@@ -132,9 +132,9 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         if given:
             why = "a manifest's start and stop columns" if flag == "--start/--stop" else "one"
             raise UsageError(f"{flag} takes one input for now (many: use {why}); drop {flag}")
-    refuse_rate(args.rate)
     out = Path(args.out)
     inputs, state = expand(args.input), None
+    refuse_rate(args.rate, inputs)
     recorded = recorded_inputs(out) if args.resume else None
     if recorded is not None:  # the interrupted job's inputs, in its order
         inputs = resumed_order(recorded, inputs, add_new=args.add_new)
@@ -143,7 +143,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         "inputs": inputs_record(inputs),
         "function": code_identity(fn),
         "options": {key: getattr(args, key) for key in ("size", "every", "on_corrupt")}
-        | _given(args, "colour"),
+        | _given(args, "colour", "rate"),
     }
     if args.resume and out.exists() and not has_parts(out):
         if args.add_new:
@@ -156,6 +156,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     failures = Failures(args.failures, out, kept)
     source = VideoFiles(
         inputs, size=args.size, step=args.every, on_corrupt=args.on_corrupt, colour=args.colour,
+        rate=args.rate,
         on_error="fail" if args.fail_fast else "skip", on_failed=failures.add,
     )  # fmt: skip
     if state and "input" in state:

@@ -19,7 +19,15 @@ from ..choices import INTRAS, Tier
 from ..errors import StoreCorrupt
 from ..io.inputs import is_many
 from .common import UsageError, frame_size, positive_int, print_json
-from .many import PARTIAL, add_many_options, add_rate_option, each, publish_failures, refuse_rate
+from .many import (
+    PARTIAL,
+    add_many_options,
+    add_rate_option,
+    each,
+    publish_failures,
+    rate_for,
+    refuse_rate,
+)
 from .observe import add_long_options, observed_run, workers_of
 
 __all__ = ["is_store", "register", "store_info"]
@@ -134,8 +142,8 @@ def pack_many(args: argparse.Namespace) -> int:
     go on (exit code :data:`~.many.PARTIAL`)."""
     from ..io.inputs import expand
 
-    refuse_rate(args.rate)
     inputs = expand(args.input)
+    refuse_rate(args.rate, inputs)
     if any(i.start or i.stop is not None for i in inputs):
         raise UsageError("pack stores whole inputs; drop the manifest's start and stop")
     folder = Path(args.store)
@@ -143,7 +151,8 @@ def pack_many(args: argparse.Namespace) -> int:
     def one(item: Any) -> dict[str, Any]:
         target = item.output_in(folder, ".hfs")
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = pack(argparse.Namespace(**{**vars(args), "input": item.path, "store": str(target)}))
+        given = {"input": item.path, "store": str(target), "rate": rate_for(args.rate, item.path)}
+        data = pack(argparse.Namespace(**{**vars(args), **given}))
         data.pop("nothing_to_do", None)
         data.pop("path", None)  # the store's: ``store`` names it, ``path`` the input
         return {"store": str(target), **data}

@@ -66,7 +66,7 @@ def frame_range(
 
     from ..errors import MediaError
     from ..io import positions
-    from ..io.images import DEFAULT_RATE
+    from ..io.positions import DEFAULT_RATE
 
     every = None
     if rate is not None or is_image_sequence(path):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..io.inputs import is_many
 from ..io.positions import Seconds
 from .common import UsageError, emit_report, print_json, reuse_of
-from .many import PARTIAL, each, publish_failures, refuse_rate
+from .many import PARTIAL, each, publish_failures, rate_for, refuse_rate
 from .observe import observed, observed_run, workers_of
 from .options import Encoding, Observe, Scale
 from .scale import ray_for_chunks
@@ -96,14 +96,15 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
                         ("--start/--stop", job.start != 0 or job.stop is not None)):  # fmt: skip
         if given:
             raise UsageError(f"{flag} takes one input for now; drop {flag}")
-    refuse_rate(job.rate)
+    refuse_rate(job.rate, inputs)
 
     def one(item: Any) -> dict[str, Any]:
         target = item.output_in(folder, args.suffix)
         target.parent.mkdir(parents=True, exist_ok=True)
         each_job = dataclasses.replace(
-            job, input=item.path, output=str(target), start=item.start, stop=item.stop
-        )
+            job, input=item.path, output=str(target), start=item.start, stop=item.stop,
+            rate=rate_for(job.rate, item.path),
+        )  # fmt: skip
         report, _ = transcode(each_job)
         return {"output": str(target), "frames": report.frames}
 

@@ -19,7 +19,7 @@ from .common import (
     positive_int,
     print_json,
 )
-from .many import PARTIAL, add_many_options, add_rate_option, each
+from .many import PARTIAL, add_many_options, add_rate_option, each, refuse_rate
 from .observe import add_long_options
 from .scale import add_chunk_options
 from .streams import add_stream_options
@@ -119,21 +119,14 @@ def resize_stage(width: int, height: int) -> Any:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from ..io.probe import probe
     from .store import is_store, store_info
 
     if not is_store(args.path) and is_many(args.path):
         return info_many(args)
-    if is_image_sequence(args.path):
-        from ..io.sources import open_input
-
-        source = open_input(args.path, pix_fmt="native", rate=args.rate)
-        facts = source.info
-    elif args.rate is not None:
+    if (is_store(args.path) or not is_image_sequence(args.path)) and args.rate is not None:
         raise UsageError(f"{args.path!r} has a frame rate of its own; --rate is an image "
                          "sequence's: drop it")  # fmt: skip
-    else:
-        facts = store_info(args.path) if is_store(args.path) else probe(args.path)
+    facts = store_info(args.path) if is_store(args.path) else facts_of(args.path, args.rate)
     if args.json:
         print_json(facts)
         return 0
@@ -146,14 +139,25 @@ def run_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def facts_of(path: str, rate: str | None) -> dict[str, Any]:
+    """What a video (``probe``) or an image sequence (its source's ``info``, at ``rate``)
+    is."""
+    from ..io.probe import probe
+    from ..io.sources import open_input
+
+    if is_image_sequence(path):
+        return open_input(path, pix_fmt="native", rate=rate).info
+    return probe(path)
+
+
 def info_many(args: argparse.Namespace) -> int:
     """``info INPUTS``: a line per input (``--json``: an object a line), those that cannot
     be read with their reason; exit code :data:`~.many.PARTIAL` when some could not."""
     from ..io.inputs import expand
-    from ..io.probe import probe
 
     inputs = expand(args.path)
-    done, failed = each(inputs, lambda item: probe(item.path), fail_fast=False)
+    refuse_rate(args.rate, inputs)
+    done, failed = each(inputs, lambda item: facts_of(item.path, args.rate), fail_fast=False)
     rows = sorted([*done, *({**f, "error": f.pop("reason")} for f in failed)],
                   key=lambda row: row["path"])  # fmt: skip
     for row in rows:

@@ -29,11 +29,10 @@ from ..frames import FrameSpec
 from .base import Chunk, Source
 from .formats import CHANNELS, OnCorrupt, rate_of
 from .image_names import list_images, naming_of
+from .positions import DEFAULT_RATE
 
 ImagePixFmt = Literal["rgb24", "gray", "rgba", "auto"]
 """``"auto"``: as the files hold them (gray, RGB or RGBA)."""
-DEFAULT_RATE = Fraction(25)
-"""A sequence's frame rate when none is given (FFmpeg's image reader's)."""
 # IMREAD_ANYDEPTH keeps 16-bit images 16-bit (the source's spec says uint16 then)
 _READ_FLAGS = {
     "gray": cv2.IMREAD_GRAYSCALE | cv2.IMREAD_ANYDEPTH,
@@ -115,7 +114,7 @@ class ImageSequenceSource(Source):
                 f"step={step}"
             )
         self.files = list_images(pattern_or_dir)[start:stop:step]
-        self.start, self.step, self.on_corrupt = start, step, on_corrupt
+        self.start, self.stop, self.step, self.on_corrupt = start, stop, step, on_corrupt
         self.rate = DEFAULT_RATE if rate is None else rate_of(rate)
         self.size = None if size is None else (int(size[0]), int(size[1]))
         self.workers = workers or default_workers()

@@ -6,8 +6,9 @@ fixed, sorted list of :class:`Input` when a job starts.
   images (:func:`is_image_sequence`).
 - **A folder** is walked recursively; a file is a video by its content (the first bytes of
   an MP4/MOV, Matroska/WebM, AVI, MPEG-TS or -PS, FLV, Ogg or ASF container) or by its
-  suffix. A file named as a video that holds something else stays in the list, so the job
-  names it as failed instead of passing over it.
+  suffix, and a folder below it that holds images is one image sequence (a render's
+  shots). A file named as a video that holds something else stays in the list, so the
+  job names it as failed instead of passing over it.
 - **A glob** (``"clips/**/*.mp4"``, quoted on the command line) is expanded with ``**``
   crossing folders.
 - **A manifest**: ``.txt`` (one path a line, ``#`` comments), or ``.csv``, ``.jsonl`` or
@@ -178,10 +179,14 @@ def is_video(path: Path) -> bool:
 
 
 def _videos_in(folder: Path) -> list[str]:
-    """The videos in ``folder`` and below, hidden files and folders left out."""
+    """The videos in ``folder`` and below, and the folders of images (each one image
+    sequence, not searched further); hidden files and folders left out."""
     found = []
     for root, dirs, names in os.walk(folder):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
+        sequences = [d for d in dirs if is_image_sequence(os.path.join(root, d))]
+        found += [os.path.abspath(os.path.join(root, d)) for d in sequences]
+        dirs[:] = [d for d in dirs if d not in sequences]
         found += [os.path.abspath(Path(root) / name) for name in names
                   if not name.startswith(".") and is_video(Path(root) / name)]  # fmt: skip
     return found

@@ -16,6 +16,9 @@ from fractions import Fraction
 
 from ..errors import MediaError
 
+DEFAULT_RATE = Fraction(25)
+"""An image sequence's frame rate when none is given (FFmpeg's image reader's)."""
+
 
 class Seconds(float):
     """A position given as a time (``12.5s``, ``1:02.5``, ``00:01:02.500``), not a frame."""

@@ -26,16 +26,21 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ..errors import MediaError
 from .base import Chunk, Source
-from .formats import OnCorrupt, PixFmt
-from .inputs import Input, expand
-from .positions import frame_range
-from .video import Colour, VideoSource
+from .formats import OnCorrupt, PixFmt, rate_of
+from .inputs import Input, expand, is_image_sequence
+from .positions import DEFAULT_RATE, frame_range
+from .sources import open_input
+
+if TYPE_CHECKING:
+    from .images import ImageSequenceSource
+    from .video import Colour, VideoSource
 
 OnError = Literal["skip", "fail"]
 READ_ERRORS = (MediaError, OSError, ValueError, EOFError)
@@ -52,6 +57,8 @@ class VideoFiles(Source):
         size: ``(width, height)`` to read every file at; needed where their sizes differ.
         pix_fmt, step, on_corrupt, colour: as :class:`~.video.VideoSource` takes them, for
             each file.
+        rate: the frame rate of the inputs that are image sequences (folders of images
+            found in a folder): 25 unless given.
         on_error: a file that cannot be opened or read: ``"skip"`` lists it in
             :attr:`failed` and goes on; ``"fail"`` raises.
         on_failed: called with each entry of :attr:`failed` as it is added.
@@ -76,6 +83,7 @@ class VideoFiles(Source):
         step: int = 1,
         on_corrupt: OnCorrupt = "fail",
         colour: Colour = "fast",
+        rate: Fraction | float | str | None = None,
         on_error: OnError = "skip",
         on_failed: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
@@ -90,13 +98,14 @@ class VideoFiles(Source):
         else:
             self.inputs = expand(inputs)
         self.on_error, self.on_failed = on_error, on_failed
+        self.rate = rate
         self._resume: tuple[int, int, int] | None = None
         self._options: dict[str, Any] = {
             "size": size, "pix_fmt": pix_fmt, "step": step, "on_corrupt": on_corrupt,
             "colour": colour,
         }  # fmt: skip
         self.failed: list[dict[str, Any]] = []
-        self._sources: dict[int, VideoSource] = {}
+        self._sources: dict[int, VideoSource | ImageSequenceSource] = {}
         self._later: set[int] = set()  # looked at only when reached
         for k, item in enumerate(self.inputs):
             try:
@@ -132,9 +141,13 @@ class VideoFiles(Source):
         self._found_failed = list(self.failed)
         self._start_over()
 
-    def _source(self, item: Input) -> VideoSource:
-        start, stop = frame_range(item.path, item.start, item.stop)  # times: frame indices
-        return VideoSource(item.path, start=start, stop=stop, **self._options)
+    def _source(self, item: Input, start: int | None = None) -> VideoSource | ImageSequenceSource:
+        """The source of ``item`` (a video or an image sequence), from ``start`` if given."""
+        images = is_image_sequence(item.path)
+        rate = (DEFAULT_RATE if self.rate is None else rate_of(self.rate)) if images else None
+        first, stop = frame_range(item.path, item.start, item.stop, rate=rate)  # times: frames
+        begin = first if start is None else start
+        return open_input(item.path, start=begin, stop=stop, rate=rate, **self._options)
 
     def _start_over(self) -> None:
         self.failed = list(self._found_failed)
@@ -172,8 +185,7 @@ class VideoFiles(Source):
             self._k += 1  # it was finished
         else:
             try:
-                self._sources[self._k] = VideoSource(item.path, start=first, stop=stop,
-                                                     **self._options)  # fmt: skip
+                self._sources[self._k] = self._source(item, start=first)
             except READ_ERRORS as exc:
                 self._fail(self._k, exc, frames=0)
                 self._k += 1
