@@ -48,6 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stop", type=int, default=None, help="one past the last frame index")
     p.add_argument("--every", type=positive_int, default=1, help="only every K-th frame")
     p.add_argument(
+        "--keyframes", action="store_true",
+        help="only the key frames, with their indices and times (the frames between are "
+        "not decoded)",
+    )  # fmt: skip
+    p.add_argument(
         "--on-corrupt", choices=("fail", "skip"), default="fail",
         help="a frame that cannot be decoded: fail with its index, or skip it (no row)",
     )  # fmt: skip
@@ -82,6 +87,9 @@ def run_map(args: argparse.Namespace) -> int:
 
     if args.resume and args.overwrite:
         raise UsageError("pass either --resume (continue the rows) or --overwrite, not both")
+    if args.keyframes and (args.every > 1 or args.chunks is not None):
+        raise UsageError("--keyframes takes every key frame, in one process for now; drop "
+                         f"{'--every' if args.every > 1 else '--chunks'}")  # fmt: skip
     reuse = reuse_of(args)
     format_of(args.out)  # a suffix we write, before any work
     fn = load(args.function)
@@ -95,13 +103,14 @@ def run_map(args: argparse.Namespace) -> int:
         "input": input_fingerprint(args.input),
         "function": code_identity(fn),
         # (the rate only where given: the records of earlier runs resume as they were)
-        "options": {key: getattr(args, key) for key in keys} | _given(args, "rate", "colour"),
+        "options": {key: getattr(args, key) for key in keys}
+        | _given(args, "rate", "colour", "keyframes"),
     }
     out = Path(args.out)
     if args.resume and out.exists() and not has_parts(out):
         return _finished(out, job)
     options = {"size": args.size, "step": args.every, "on_corrupt": args.on_corrupt,
-               "rate": args.rate, "colour": args.colour}  # fmt: skip
+               "rate": args.rate, "colour": args.colour} | _given(args, "keyframes")  # fmt: skip
     source = _resumed_source(args, out, options) if args.resume else None
     if source is None:
         source = open_input(args.input, start=args.start, stop=args.stop, **options)
@@ -143,7 +152,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         "inputs": inputs_record(inputs),
         "function": code_identity(fn),
         "options": {key: getattr(args, key) for key in ("size", "every", "on_corrupt")}
-        | _given(args, "colour", "rate"),
+        | _given(args, "colour", "rate", "keyframes"),
     }
     if args.resume and out.exists() and not has_parts(out):
         if args.add_new:
@@ -156,7 +165,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     failures = Failures(args.failures, out, kept)
     source = VideoFiles(
         inputs, size=args.size, step=args.every, on_corrupt=args.on_corrupt, colour=args.colour,
-        rate=args.rate,
+        rate=args.rate, keyframes=args.keyframes,
         on_error="fail" if args.fail_fast else "skip", on_failed=failures.add,
     )  # fmt: skip
     if state and "input" in state:
@@ -174,7 +183,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
 def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     """The options among ``names`` given other than as their defaults: a job records them
     only then, so the records of runs made before they existed resume as they were."""
-    defaults = {"rate": None, "colour": "fast"}
+    defaults = {"rate": None, "colour": "fast", "keyframes": False}
     return {n: getattr(args, n) for n in names if getattr(args, n) != defaults[n]}
 
 
@@ -218,7 +227,8 @@ def _resumed_source(args: argparse.Namespace, out: Path, options: dict[str, Any]
         return None
     start = args.start + -(-(done - args.start) // args.every) * args.every
     whole = open_input(args.input, start=args.start, stop=args.stop, **options)
-    planned_end = None if whole.length is None else args.start + whole.length * args.every
+    every_frame = whole.length is not None and not args.keyframes  # (key frames: by index)
+    planned_end = args.start + whole.length * args.every if every_frame else None
     if rows_done(out) or (planned_end is not None and start >= planned_end):
         return open_input(args.input, start=args.start, stop=args.start, **options)
     return open_input(args.input, start=start, stop=args.stop, **options)

@@ -53,7 +53,7 @@ def open_input(
         ValueError: ``rate`` for a video (which has its own), one image of a sequence, or
             what the source raises.
     """
-    if is_image_sequence(path):
+    if is_image_sequence(path):  # (every image is a key frame: keyframes= changes nothing)
         if os.path.isfile(path):
             _refuse_one_of_many(path)
         from .images import ImageSequenceSource

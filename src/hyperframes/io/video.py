@@ -37,7 +37,7 @@ from ..errors import CorruptFrame, MediaError
 from .base import Chunk, Source
 from .convert import FrameConverter, turned
 from .formats import CHANNELS, OnCorrupt, PixFmt
-from .frame_table import Seek, scan
+from .frame_table import FrameTable, Seek, scan
 from .layouts import TAGS, Layout, native_layout
 from .probe import (
     damaged_message,
@@ -113,6 +113,9 @@ class VideoSource(Source):
         step: give every ``step``-th frame from ``start`` (indices ``start``,
             ``start + step``, ...); the frames between are decoded (the codec needs them)
             but not converted.
+        keyframes: give only the key frames in ``[start, stop)``, with their indices and
+            times: the packets are numbered first (read, not decoded), and only the key
+            frames' packets reach the decoder.
 
     Attributes:
         skipped: indices of the frames left out with ``on_corrupt="skip"``.
@@ -144,8 +147,11 @@ class VideoSource(Source):
         colour: Colour = "fast",
         rotation: Rotation | None = None,
         step: int = 1,
+        keyframes: bool = False,
     ) -> None:
         _check_choice("pix_fmt", pix_fmt, (*CHANNELS, "yuv420p", "native"))
+        if keyframes and step != 1:
+            raise ValueError("keyframes=True gives every key frame; drop step")
         _check_choice("colour", colour, ("fast", "ffmpeg"))
         _check_choice("on_corrupt", on_corrupt, ("fail", "skip"))
         _check_choice("rotation", rotation or "keep", ("apply", "keep"))
@@ -167,7 +173,11 @@ class VideoSource(Source):
             tags = {key: int(getattr(stream.codec_context, key)) for key in TAGS}
             # where to seek for `start`, or why decoding from the first frame is needed
             self._seek: Seek | str | None = None
-            if self.start >= SEEK_MIN_FRAMES:
+            self._keys: dict[int, int] | None = None  # keyframes=True: pts -> frame index
+            if keyframes:
+                self._keys = self._key_frames(scan(container, stream), start, stop)
+                container.seek(0, backward=True)
+            elif self.start >= SEEK_MIN_FRAMES:
                 self._seek = scan(container, stream, until=self.start).seek_to(self.start)
                 container.seek(0, backward=True)
             angle = display_rotation(container, stream)
@@ -213,6 +223,8 @@ class VideoSource(Source):
         end = total if stop is None else (stop if total is None else min(stop, total))
         self.step = int(step)
         self.length = None if end is None else -(-max(0, end - self.start) // self.step)
+        if self._keys is not None:
+            self.length = len(self._keys)
         self.info = {
             key: facts[key]
             for key in ("path", "fps", "rate", "time_base", "codec", "width", "height", "frames")
@@ -245,7 +257,8 @@ class VideoSource(Source):
                 stream.codec_context.thread_count = int(self.threads)
         self._container, self._seen, self.skipped = container, 0, []
         self._last_time = None
-        self._frames = self._in_range(container, stream)
+        keys = self._keys
+        self._frames = self._in_range(container, stream) if keys is None else self._only(keys)
 
     def read_into(self, out: np.ndarray) -> Chunk:
         """Decode up to ``len(out)`` frames into ``out``; ``meta["pts"]`` holds seconds."""
@@ -293,6 +306,32 @@ class VideoSource(Source):
             raise MediaError(
                 f"{str(self.path)!r} has no decodable video frames; check it with ffprobe"
             )
+
+    def _key_frames(self, table: FrameTable, start: int, stop: int | None) -> dict[int, int]:
+        """The keyframes in ``[start, stop)`` by timestamp, with their frame indices."""
+        if table.untrusted is not None:
+            raise MediaError(f"{str(self.path)!r}: keyframes cannot be numbered, {table.untrusted}")
+        return {int(table.pts[k]): int(k) for k in table.keyframes
+                if start <= k and (stop is None or k < stop)}  # fmt: skip
+
+    def _only(self, keys: dict[int, int]) -> Iterator[tuple[int, av.VideoFrame]]:
+        """The keyframes of ``keys`` with their indices: only their packets reach the
+        decoder (a keyframe decodes alone), so the frames between cost no decoding."""
+        assert self._container is not None
+        stream = self._container.streams.video[0]
+        for packet in self._container.demux(stream):
+            if packet.size and not (packet.is_keyframe and packet.pts in keys):
+                continue
+            try:
+                frames = packet.decode()  # (the empty packet at the end flushes the decoder)
+            except av.FFmpegError as exc:
+                self._corrupt(keys.get(packet.pts or -1, -1), str(exc))
+                continue
+            for frame in frames:
+                number = keys.get(frame.pts if frame.pts is not None else -1)
+                if number is not None:
+                    self._seen += 1
+                    yield number, frame
 
     def notes(self) -> dict[str, Any]:
         """``seek``: how ``start`` was reached (absent for a start near the top)."""

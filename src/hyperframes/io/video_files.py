@@ -55,8 +55,8 @@ class VideoFiles(Source):
             ``.parquet``) or a list of paths (see :func:`~.inputs.expand`), sorted; or a
             list of :class:`~.inputs.Input` (as ``expand`` gives them), taken in its order.
         size: ``(width, height)`` to read every file at; needed where their sizes differ.
-        pix_fmt, step, on_corrupt, colour: as :class:`~.video.VideoSource` takes them, for
-            each file.
+        pix_fmt, step, on_corrupt, colour, keyframes: as :class:`~.video.VideoSource`
+            takes them, for each file (an image sequence's images are all key frames).
         rate: the frame rate of the inputs that are image sequences (folders of images
             found in a folder): 25 unless given.
         on_error: a file that cannot be opened or read: ``"skip"`` lists it in
@@ -83,6 +83,7 @@ class VideoFiles(Source):
         step: int = 1,
         on_corrupt: OnCorrupt = "fail",
         colour: Colour = "fast",
+        keyframes: bool = False,
         rate: Fraction | float | str | None = None,
         on_error: OnError = "skip",
         on_failed: Callable[[dict[str, Any]], None] | None = None,
@@ -103,7 +104,7 @@ class VideoFiles(Source):
         self._options: dict[str, Any] = {
             "size": size, "pix_fmt": pix_fmt, "step": step, "on_corrupt": on_corrupt,
             "colour": colour,
-        }  # fmt: skip
+        } | ({"keyframes": True} if keyframes else {})  # fmt: skip
         self.failed: list[dict[str, Any]] = []
         self._sources: dict[int, VideoSource | ImageSequenceSource] = {}
         self._later: set[int] = set()  # looked at only when reached
