@@ -73,3 +73,13 @@ def test_a_range_of_key_frames_and_the_cli(gop_clip: Path, tmp_path: Path, monke
     assert [r["frame"] for r in rows] == indices
     with pytest.raises(ValueError, match="drop step"):
         hf.VideoSource(gop_clip, keyframes=True, step=2)
+
+
+def test_transcode_keeps_the_key_frames_each_until_the_next(gop_clip: Path, tmp_path: Path):
+    indices, times, _ = full_decode_keyframes(gop_clip)
+    out = tmp_path / "keys.mkv"
+    assert main(["transcode", str(gop_clip), str(out), "--keyframes", "--codec", "ffv1"]) == 0
+    with av.open(str(out)) as container:
+        shown = [float(f.time) for f in container.decode(video=0)]
+    assert shown == pytest.approx([t - times[0] for t in times], abs=1e-3)  # the input's times
+    assert main(["transcode", str(gop_clip), str(out), "--keyframes", "--every", "2"]) == 2

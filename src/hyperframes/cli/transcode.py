@@ -54,6 +54,7 @@ class TranscodeJob:
     batch_size: int | None = None
     rate: str | None = None
     colour: Colour = "fast"
+    keyframes: bool = False
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> TranscodeJob:
@@ -145,6 +146,9 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
         raise UsageError("--map runs in one process for now; drop --chunks")
     if images and job.chunks is not None:
         raise UsageError("--chunks cuts a video at its keyframes, not images; drop --chunks")
+    if job.keyframes and (job.every > 1 or job.chunks is not None):
+        raise UsageError("--keyframes keeps every key frame, in one process; drop "
+                         f"{'--every' if job.every > 1 else '--chunks'}")  # fmt: skip
     carry = None
     if not _dropped(job) and not images:  # the other streams go along in step with the frames
         carry = carry_of(job.output, audio=job.audio, audio_codec=job.audio_codec,
@@ -158,7 +162,8 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
     def make() -> Source:
         # the source resizes every frame to --size as it decodes it, so a stream whose
         # frame size changes part-way comes out at one size
-        video = {} if images else {"rotation": job.rotation, "colour": job.colour}
+        video = {} if images else {"rotation": job.rotation, "colour": job.colour,
+                                   "keyframes": job.keyframes}  # fmt: skip
         return open_input(
             job.input, start=start, stop=stop, on_corrupt=job.on_corrupt, pix_fmt=pix_fmt,
             size=job.size, step=job.every, rate=job.rate, **video,

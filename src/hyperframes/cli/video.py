@@ -70,6 +70,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="keep every K-th frame; each is shown until the next, so the output "
         "lasts as long as the input and its sound is kept whole",
     )
+    p.add_argument(
+        "--keyframes", action="store_true",
+        help="keep only the key frames, each shown until the next (the frames between are "
+        "not decoded): a quick overview of a long video",
+    )  # fmt: skip
     p.add_argument("--loop", type=positive_int, default=1, help="play the input N times")
     add_stream_options(p)
     p.add_argument(
