@@ -76,7 +76,7 @@ def test_a_range_of_key_frames_and_the_cli(gop_clip: Path, tmp_path: Path, monke
 
 
 def test_transcode_keeps_the_key_frames_each_until_the_next(gop_clip: Path, tmp_path: Path):
-    indices, times, _ = full_decode_keyframes(gop_clip)
+    _, times, _ = full_decode_keyframes(gop_clip)
     out = tmp_path / "keys.mkv"
     assert main(["transcode", str(gop_clip), str(out), "--keyframes", "--codec", "ffv1"]) == 0
     with av.open(str(out)) as container:
