@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..io.inputs import is_many
 from .common import UsageError, positive_int, print_json
-from .many import PARTIAL, add_rate_option, each, rate_for, refuse_rate
+from .many import PARTIAL, add_rate_option, each, print_rows, rate_for, refuse_rate
 from .observe import add_long_options, observed
 from .scale import executor_for
 
@@ -76,18 +76,11 @@ def analyze_many(args: argparse.Namespace) -> int:
         return analysis(own, item.path)[0]
 
     done, failed = each(inputs, one, fail_fast=False)
-    rows = sorted([*done, *({**f, "error": f.pop("reason")} for f in failed)],
-                  key=lambda row: row["path"])  # fmt: skip
-    for row in rows:
-        if args.json:
-            print_json(row)
-        elif "error" in row:
-            print(f"{row['path']}  cannot be read: {row['error']}")
-        else:
-            worth = {True: "pays off", False: "does not pay off", None: "not estimated"}
-            pays = worth[row["worthwhile"]]
-            print(f"{row['path']}  {row['frames']} frames -> {row['hyperframes']} hyperframes "
-                  f"(mean length {row['mean_length']:.1f}); a store {pays}")  # fmt: skip
+    worth = {True: "pays off", False: "does not pay off", None: "not estimated"}
+    print_rows(done, failed, lambda row: (
+        f"{row['path']}  {row['frames']} frames -> {row['hyperframes']} hyperframes "
+        f"(mean length {row['mean_length']:.1f}); a store {worth[row['worthwhile']]}"
+    ), as_json=args.json)  # fmt: skip
     return PARTIAL if failed else 0
 
 

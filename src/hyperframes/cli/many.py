@@ -111,7 +111,7 @@ class Failures:
         from ..io.publish import write_output
 
         self.given, self.beside = given, beside
-        self.path = Path(given or f"{beside}.failures.jsonl")
+        self.path = failures_path(given, beside)
         self.entries = list(kept)
         if self.entries:
             write_output(self.path, "".join(json.dumps(f) + "\n" for f in kept), overwrite=True)
@@ -121,7 +121,7 @@ class Failures:
     @staticmethod
     def read(given: str | None, beside: str | Path) -> list[dict[str, Any]]:
         """The entries a failures file holds ([] when there is none)."""
-        path = Path(given or f"{beside}.failures.jsonl")
+        path = failures_path(given, beside)
         try:
             lines = path.read_text().splitlines()
         except OSError:
@@ -198,6 +198,33 @@ def _size(path: str) -> int | None:
     return os.path.getsize(path) if os.path.isfile(path) else None  # missing: listed
 
 
+def failures_path(given: str | None, beside: str | Path) -> Path:
+    """The failures file: ``--failures``, else ``BESIDE.failures.jsonl``."""
+    return Path(given or f"{beside}.failures.jsonl")
+
+
+def print_rows(
+    done: list[dict[str, Any]],
+    failed: list[dict[str, Any]],
+    line: Callable[[dict[str, Any]], str],
+    *,
+    as_json: bool,
+) -> None:
+    """A row per input, in path order: ``--json`` an object a line, else ``line(row)``, or
+    for an input that could not be read its path and why (its ``error``)."""
+    from .common import print_json
+
+    rows = sorted([*done, *({**f, "error": f.pop("reason")} for f in failed)],
+                  key=lambda row: row["path"])  # fmt: skip
+    for row in rows:
+        if as_json:
+            print_json(row)
+        elif "error" in row:
+            print(f"{row['path']}  cannot be read: {row['error']}")
+        else:
+            print(line(row))
+
+
 def publish_failures(
     failed: list[dict[str, Any]], given: str | None, beside: str | Path, *, total: int
 ) -> str | None:
@@ -206,7 +233,7 @@ def publish_failures(
     file's path, if written."""
     from ..io.publish import write_output
 
-    path = Path(given or f"{beside}.failures.jsonl")
+    path = failures_path(given, beside)
     if not failed:
         if given is None and path.is_file():
             path.unlink()  # an earlier run's list, of inputs that now read

@@ -24,6 +24,7 @@ from .many import (
     add_many_options,
     add_rate_option,
     each,
+    print_rows,
     publish_failures,
     rate_for,
     refuse_rate,
@@ -159,16 +160,10 @@ def pack_many(args: argparse.Namespace) -> int:
 
     done, failed = each(inputs, one, fail_fast=args.fail_fast)
     publish_failures(failed, args.failures, folder, total=len(inputs))
-    rows = sorted([*done, *({**f, "error": f.pop("reason")} for f in failed)],
-                  key=lambda row: row["path"])  # fmt: skip
-    for row in rows:
-        if args.json:
-            print_json(row)
-        elif "error" in row:
-            print(f"{row['path']}  cannot be read: {row['error']}")
-        else:
-            print(f"{row['path']}  -> {row['store']}: {row['frames']} frames, "
-                  f"{row['new_frames']} new, {row['ratio']} of raw")  # fmt: skip
+    print_rows(done, failed, lambda row: (
+        f"{row['path']}  -> {row['store']}: {row['frames']} frames, {row['new_frames']} new, "
+        f"{row['ratio']} of raw"
+    ), as_json=args.json)  # fmt: skip
     return PARTIAL if failed else 0
 
 

@@ -19,7 +19,7 @@ from .common import (
     positive_int,
     print_json,
 )
-from .many import PARTIAL, add_many_options, add_rate_option, each, refuse_rate
+from .many import PARTIAL, add_many_options, add_rate_option, each, print_rows, refuse_rate
 from .observe import add_long_options
 from .scale import add_chunk_options
 from .streams import add_stream_options
@@ -163,18 +163,12 @@ def info_many(args: argparse.Namespace) -> int:
     inputs = expand(args.path)
     refuse_rate(args.rate, inputs)
     done, failed = each(inputs, lambda item: facts_of(item.path, args.rate), fail_fast=False)
-    rows = sorted([*done, *({**f, "error": f.pop("reason")} for f in failed)],
-                  key=lambda row: row["path"])  # fmt: skip
-    for row in rows:
+    for row in done:
         row.pop("seconds", None)
-        if args.json:
-            print_json(row)
-        elif "error" in row:
-            print(f"{row['path']}  cannot be read: {row['error']}")
-        else:
-            size = f"{row.get('width')}x{row.get('height')}"
-            print(f"{row['path']}  {row.get('codec')} {size} {row.get('fps') or '?'} fps "
-                  f"{row.get('frames')} frames {row.get('duration')} s")  # fmt: skip
+    print_rows(done, failed, lambda row: (
+        f"{row['path']}  {row.get('codec')} {row.get('width')}x{row.get('height')} "
+        f"{row.get('fps') or '?'} fps {row.get('frames')} frames {row.get('duration')} s"
+    ), as_json=args.json)  # fmt: skip
     return PARTIAL if failed else 0
 
 
