@@ -40,10 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "quoted glob of images), or many videos: a folder (searched below), a quoted glob "
         "('clips/**/*.mp4') or a manifest (.txt, .csv, .jsonl, .parquet with a path column)",
     )  # fmt: skip
-    add_rate_option(p)
     p.add_argument("function", metavar="MODULE:NAME")
     p.add_argument("--out", required=True, help="results file: .jsonl or .parquet")
     p.add_argument("--size", type=frame_size, default=None, help="resize frames to WxH first")
+    add_rate_option(p)
     p.add_argument("--start", type=int, default=0, help="first frame index")
     p.add_argument("--stop", type=int, default=None, help="one past the last frame index")
     p.add_argument("--every", type=positive_int, default=1, help="only every K-th frame")
@@ -102,7 +102,6 @@ def run_map(args: argparse.Namespace) -> int:
     job = {
         "input": input_fingerprint(args.input),
         "function": code_identity(fn),
-        # (the rate only where given: the records of earlier runs resume as they were)
         "options": {key: getattr(args, key) for key in keys}
         | _given(args, "rate", "colour", "keyframes"),
     }
