@@ -23,7 +23,7 @@ size changes interact frame by frame.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +37,7 @@ from ..errors import CorruptFrame, MediaError
 from .base import Chunk, Source
 from .convert import FrameConverter, turned
 from .formats import CHANNELS, OnCorrupt, PixFmt
-from .frame_table import FrameTable, Seek, scan
+from .frame_table import Seek, scan
 from .layouts import TAGS, Layout, native_layout
 from .probe import (
     damaged_message,
@@ -46,6 +46,8 @@ from .probe import (
     open_video,
     stream_facts,
 )
+from .sampling import Sampling, Timeline
+from .sparse import Job, SparseDecoder, plan_jobs
 from .streams import streams_named
 
 Rotation = Literal["apply", "keep"]
@@ -111,11 +113,28 @@ class VideoSource(Source):
             gray and RGBA frames are turned, planes (``"yuv420p"``, ``"native"``) kept:
             planes cannot be turned.
         step: give every ``step``-th frame from ``start`` (indices ``start``,
-            ``start + step``, ...); the frames between are decoded (the codec needs them)
-            but not converted.
+            ``start + step``, ...).
         keyframes: give only the key frames in ``[start, stop)``, with their indices and
-            times: the packets are numbered first (read, not decoded), and only the key
-            frames' packets reach the decoder.
+            times.
+        fps: give one frame per ``1 / fps`` seconds from ``start``'s time, the frame
+            played at each instant (the last one stamped at or before it; right on a
+            variable frame rate; a frame shown longer than ``1 / fps`` comes again).
+        at: give the frames played at these times (seconds, as ``meta["pts"]`` counts
+            them), in this order, repeats kept; a time outside the frames is refused.
+            Not with ``start``/``stop``.
+        num_frames: give this many frames spread evenly (by index) over
+            ``[start, stop)``, the first and last among them; all of them where the
+            range holds fewer (:meth:`notes` says so).
+        workers: decoders working side by side on a sampled read (one per group of
+            pictures); ``None``: one per core.
+
+        With a sampling (``step``, ``keyframes``, ``fps``, ``at``, ``num_frames``) the
+        packets are numbered first (read, not decoded) and only what the wanted frames
+        need is decoded: each from the key frame before it, frames nothing refers to
+        skipped, no frame converted unless it is given (:mod:`~hyperframes.io.sparse`).
+        With ``fps`` or ``at`` a frame may come more than once and ``at`` may go back, so
+        the chunks' ``index`` counts the samples (0, 1, 2, ...) and
+        ``meta["input_frame"]`` holds each frame's index in the video.
 
     Attributes:
         skipped: indices of the frames left out with ``on_corrupt="skip"``.
@@ -148,17 +167,23 @@ class VideoSource(Source):
         rotation: Rotation | None = None,
         step: int = 1,
         keyframes: bool = False,
+        fps: float | str | Fraction | None = None,
+        at: Iterable[float | str | Fraction] | None = None,
+        num_frames: int | None = None,
+        workers: int | None = None,
     ) -> None:
         _check_choice("pix_fmt", pix_fmt, (*CHANNELS, "yuv420p", "native"))
-        if keyframes and step != 1:
-            raise ValueError("keyframes=True gives every key frame; drop step")
+        sampling = Sampling.of(step=step, keyframes=keyframes, fps=fps, at=at,
+                               num_frames=num_frames)  # fmt: skip
         _check_choice("colour", colour, ("fast", "ffmpeg"))
         _check_choice("on_corrupt", on_corrupt, ("fail", "skip"))
         _check_choice("rotation", rotation or "keep", ("apply", "keep"))
-        if step < 1:
-            raise ValueError(f"step must be 1 or more, got {step}")
         if start < 0 or (stop is not None and stop < start):
             raise ValueError(f"need 0 <= start <= stop, got start={start}, stop={stop}")
+        if sampling.at is not None and (start or stop is not None):
+            raise ValueError("at= names its frames by time; drop start and stop")
+        self.sampling = sampling
+        self.workers = max(1, workers or len(os.sched_getaffinity(0)))
         self.path = Path(path)
         self.pix_fmt: PixFmt = pix_fmt
         self.start, self.stop = int(start), stop
@@ -173,9 +198,16 @@ class VideoSource(Source):
             tags = {key: int(getattr(stream.codec_context, key)) for key in TAGS}
             # where to seek for `start`, or why decoding from the first frame is needed
             self._seek: Seek | str | None = None
-            self._keys: dict[int, int] | None = None  # keyframes=True: pts -> frame index
-            if keyframes:
-                self._keys = self._key_frames(scan(container, stream), start, stop)
+            # a sampling: the frames wanted, and the jobs decoding them (None: from the top)
+            self._wanted: np.ndarray | None = None
+            self._jobs: list[Job] | None = None
+            self._pts: np.ndarray | None = None
+            self._keyframes: np.ndarray | None = None
+            self._first = 0  # the sample the jobs begin at (resume_from)
+            self._time_base = Fraction(1)
+            self._decodes = 0  # frames the sampled read's decoders gave
+            if sampling.sparse:
+                self._sample(container, stream)
                 container.seek(0, backward=True)
             elif self.start >= SEEK_MIN_FRAMES:
                 self._seek = scan(container, stream, until=self.start).seek_to(self.start)
@@ -221,10 +253,10 @@ class VideoSource(Source):
                 f"({total} frames); pass a start below {total}"
             )
         end = total if stop is None else (stop if total is None else min(stop, total))
-        self.step = int(step)
+        self.step = sampling.every
         self.length = None if end is None else -(-max(0, end - self.start) // self.step)
-        if self._keys is not None:
-            self.length = len(self._keys)
+        if self._wanted is not None:
+            self.length = len(self._wanted)
         self.info = {
             key: facts[key]
             for key in ("path", "fps", "rate", "time_base", "codec", "width", "height", "frames")
@@ -242,7 +274,9 @@ class VideoSource(Source):
         if pix_fmt in ("native", "yuv420p"):  # planes: a store keeps them, with their tags
             self.info.update(tags, layout=native.name if native else "yuv420p")
         self._container: av.container.InputContainer | None = None
-        self._frames: Iterator[tuple[int, av.VideoFrame]] | None = None
+        self._frames: Iterator[tuple[int, int, av.VideoFrame]] | None = None
+        self._decoder: SparseDecoder | None = None
+        self._after = -1  # resume_from: the samples up to this one are left out
         self._seen = 0
         self._last_time: float | None = None
 
@@ -255,10 +289,14 @@ class VideoSource(Source):
             stream.thread_type = "AUTO"
             if not isinstance(self.threads, bool):
                 stream.codec_context.thread_count = int(self.threads)
-        self._container, self._seen, self.skipped = container, 0, []
+        self._container, self._seen, self._decodes, self.skipped = container, 0, 0, []
         self._last_time = None
-        keys = self._keys
-        self._frames = self._in_range(container, stream) if keys is None else self._only(keys)
+        if self._jobs is not None:
+            self._frames = self._sparse()
+        elif self._wanted is not None:
+            self._frames = self._from_top(container, stream, self._wanted)
+        else:
+            self._frames = ((n, n, f) for n, f in self._in_range(container, stream))
 
     def read_into(self, out: np.ndarray) -> Chunk:
         """Decode up to ``len(out)`` frames into ``out``; ``meta["pts"]`` holds seconds."""
@@ -267,21 +305,50 @@ class VideoSource(Source):
         self.open()
         assert self._frames is not None
         index = np.empty(len(out), dtype=np.int64)
+        numbers = np.empty(len(out), dtype=np.int64)
         pts = np.empty(len(out), dtype=np.float64)
         count = 0
         while count < len(out) and (item := next(self._frames, None)) is not None:
-            number, frame = item
+            sample, number, frame = item
+            if sample <= self._after:
+                continue
             self._frames_in.convert(frame, number, out[count], seen=self._seen)
-            index[count] = number
-            pts[count] = self._seconds(frame, number)
+            index[count], numbers[count] = sample, number
+            if self._pts is not None:  # (a frame decoded by a worker: the table's time)
+                pts[count] = float(int(self._pts[number]) * self._time_base)
+            else:
+                pts[count] = self._seconds(frame, number)
             count += 1
-        return Chunk(index[:count], {"pts": pts[:count]})
+        meta: dict[str, np.ndarray] = {"pts": pts[:count]}
+        if self.sampling.numbers_samples:
+            meta["input_frame"] = numbers[:count]
+        return Chunk(index[:count], meta)
+
+    def resume_from(self, sample: int) -> None:
+        """Leave out what comes before ``sample`` (a chunk ``index``): a run that wrote
+        them goes on from there, over the same sampling."""
+        if not self.sampling.sparse:
+            raise ValueError("resume_from takes a sampled read; pass start= instead")
+        self._after = int(sample) - 1
+        if self._wanted is None:
+            return
+        if self.sampling.numbers_samples:
+            left = self._wanted[sample:]
+            self._first = min(int(sample), len(self._wanted))
+        else:
+            left = self._wanted[self._wanted >= sample]
+        self.length = len(left)
+        if self._jobs is not None and self._keyframes is not None:
+            self._jobs = plan_jobs(left, self._keyframes)
 
     def close(self) -> None:
         """Close the file; a later :meth:`read_into` starts again from ``start``."""
+        if self._decoder is not None:
+            self._decoder.close()
+            self._decodes += self._decoder.decoded
         if self._container is not None:
             self._container.close()
-        self._container, self._frames = None, None
+        self._container, self._frames, self._decoder = None, None, None
 
     def _in_range(
         self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
@@ -307,39 +374,85 @@ class VideoSource(Source):
                 f"{str(self.path)!r} has no decodable video frames; check it with ffprobe"
             )
 
-    def _key_frames(self, table: FrameTable, start: int, stop: int | None) -> dict[int, int]:
-        """The keyframes in ``[start, stop)`` by timestamp, with their frame indices."""
-        if table.untrusted is not None:
+    def _sample(
+        self, container: av.container.InputContainer, stream: av.video.stream.VideoStream
+    ) -> None:
+        """The frames the sampling wants, from the packets' numbering; where the
+        timestamps cannot number the frames, from a first pass decoding them all."""
+        sampling, base = self.sampling, Fraction(stream.time_base or Fraction(1, 1))
+        until = None if sampling.at is not None or self.stop is None else self.stop
+        table = scan(container, stream, until=until)
+        if table.untrusted is None and len(table.pts):
+            timeline = Timeline(table.pts, base, table.keyframes)
+            self._wanted = sampling.pick(timeline, self.start, self.stop)
+            self._jobs, self._pts = plan_jobs(self._wanted, table.keyframes), table.pts
+            self._keyframes, self._time_base = table.keyframes, base
+            return
+        self._seek = f"the packets cannot number the frames ({table.untrusted or 'none'})"
+        if sampling.keyframes:
             raise MediaError(f"{str(self.path)!r}: keyframes cannot be numbered, {table.untrusted}")
-        return {int(table.pts[k]): int(k) for k in table.keyframes
-                if start <= k and (stop is None or k < stop)}  # fmt: skip
+        if sampling.every > 1:
+            return  # every step-th frame from the top: no list needed
+        container.seek(0, backward=True)
+        pts = [frame.pts if frame.pts is not None else -1
+               for _, frame in self._decoded(container, stream, None)]  # fmt: skip
+        if not pts:
+            raise MediaError(f"{str(self.path)!r} has no decodable video frames")
+        self._wanted = sampling.pick(Timeline(np.asarray(pts, np.int64), base), self.start,
+                                     self.stop)  # fmt: skip
 
-    def _only(self, keys: dict[int, int]) -> Iterator[tuple[int, av.VideoFrame]]:
-        """The keyframes of ``keys`` with their indices: only their packets reach the
-        decoder (a keyframe decodes alone), so the frames between cost no decoding."""
-        assert self._container is not None
-        stream = self._container.streams.video[0]
-        for packet in self._container.demux(stream):
-            if packet.size and not (packet.is_keyframe and packet.pts in keys):
-                continue
-            try:
-                frames = packet.decode()  # (the empty packet at the end flushes the decoder)
-            except av.FFmpegError as exc:
-                self._corrupt(keys.get(packet.pts or -1, -1), str(exc))
-                continue
-            for frame in frames:
-                number = keys.get(frame.pts if frame.pts is not None else -1)
-                if number is not None:
+    def _sparse(self) -> Iterator[tuple[int, int, av.VideoFrame]]:
+        """The wanted frames, decoded job by job (:mod:`~hyperframes.io.sparse`)."""
+        assert self._jobs is not None and self._pts is not None
+        self._decoder = SparseDecoder(self.path, self._pts, self._jobs, workers=self.workers,
+                                      on_corrupt=self._corrupt, first=self._first)  # fmt: skip
+        numbered = self.sampling.numbers_samples
+        for sample, number, frame in self._decoder.frames():
+            self._seen += 1
+            yield (sample if numbered else number), number, frame
+
+    def _from_top(
+        self,
+        container: av.container.InputContainer,
+        stream: av.video.stream.VideoStream,
+        wanted: np.ndarray,
+    ) -> Iterator[tuple[int, int, av.VideoFrame]]:
+        """The wanted frames decoding from the first frame, again wherever the order
+        goes back (timestamps that cannot number the frames)."""
+        numbered = self.sampling.numbers_samples
+        sample = 0
+        while sample < len(wanted):
+            container.seek(0, backward=True)
+            for number, frame in self._decoded(container, stream, None):
+                while sample < len(wanted) and wanted[sample] == number:
                     self._seen += 1
-                    yield number, frame
+                    yield (sample if numbered else number), number, frame
+                    sample += 1
+                if sample == len(wanted) or wanted[sample] < number:
+                    break
+            else:  # the frames ran out before the one wanted
+                self._corrupt(int(wanted[sample]), "the decoder gave no frame for it")
+                sample += 1
 
     def notes(self) -> dict[str, Any]:
-        """``seek``: how ``start`` was reached (absent for a start near the top)."""
-        if self._seek is None:
-            return {}
+        """``seek``: how ``start`` was reached (absent for a start near the top); with a
+        sampling, ``sampling`` (what was asked), ``decoded`` (frames the decoders gave)
+        and ``kept``; ``fewer``: why fewer frames came than asked for."""
+        notes: dict[str, Any] = {}
         if isinstance(self._seek, Seek):
-            return {"seek": f"to the keyframe at frame {self._seek.index}, checked frame by frame"}
-        return {"seek": f"none: decoded from the first frame, because {self._seek}"}
+            notes["seek"] = f"to the keyframe at frame {self._seek.index}, checked frame by frame"
+        elif self._seek is not None:
+            notes["seek"] = f"none: decoded from the first frame, because {self._seek}"
+        if self.sampling.sparse:
+            notes["sampling"] = self.sampling.describe()
+            if self._jobs is not None:
+                notes["decoded"] = self._decodes + (self._decoder.decoded if self._decoder else 0)
+            notes["kept"] = self._seen
+            asked = self.sampling.num_frames
+            if asked is not None and self._wanted is not None and len(self._wanted) < asked:
+                notes["fewer"] = (f"{len(self._wanted)} of the {asked} frames asked for: the "
+                                  "range holds no more")  # fmt: skip
+        return notes
 
     def _check_truncated(self, stream: av.video.stream.VideoStream) -> None:
         """Raise when decoding ended well before the duration the file declares."""
