@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io.inputs import is_image_sequence, is_many
-from .common import add_function_options, frame_size, positive_int, reuse_of
+from .common import add_function_options, frame_size, reuse_of
 from .many import (
     PARTIAL,
     Failures,
@@ -23,7 +23,9 @@ from .many import (
     resumed_order,
 )
 from .observe import add_long_options, workers_of
+from .sampling import add_sampling_options, is_sampled, sampling_of, sampling_record
 from .scale import add_chunk_options
+from .streams import frame_range
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,13 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="results file: .jsonl or .parquet")
     p.add_argument("--size", type=frame_size, default=None, help="resize frames to WxH first")
     add_rate_option(p)
-    p.add_argument("--start", type=int, default=0, help="first frame index")
-    p.add_argument("--stop", type=int, default=None, help="one past the last frame index")
-    p.add_argument("--every", type=positive_int, default=1, help="only every K-th frame")
-    p.add_argument(
-        "--keyframes", action="store_true",
-        help="only the key frames, with their indices and times (the frames between are "
-        "not decoded)",
+    add_sampling_options(
+        p, every_help="only every K-th frame",
+        keyframes_help="only the key frames, with their indices and times (the frames "
+        "between are not decoded)",
     )  # fmt: skip
     p.add_argument(
         "--on-corrupt", choices=("fail", "skip"), default="fail",
@@ -87,9 +86,9 @@ def run_map(args: argparse.Namespace) -> int:
 
     if args.resume and args.overwrite:
         raise UsageError("pass either --resume (continue the rows) or --overwrite, not both")
-    if args.keyframes and (args.every > 1 or args.chunks is not None):
-        raise UsageError("--keyframes takes every key frame, in one process for now; drop "
-                         f"{'--every' if args.every > 1 else '--chunks'}")  # fmt: skip
+    if args.chunks is not None and is_sampled(args) and args.every == 1:
+        raise UsageError("--keyframes, --fps, --at and --num-frames read in one process for "
+                         "now; drop --chunks")  # fmt: skip
     reuse = reuse_of(args)
     format_of(args.out)  # a suffix we write, before any work
     fn = load(args.function)
@@ -103,13 +102,15 @@ def run_map(args: argparse.Namespace) -> int:
         "input": input_fingerprint(args.input),
         "function": code_identity(fn),
         "options": {key: getattr(args, key) for key in keys}
-        | _given(args, "rate", "colour", "keyframes"),
+        | _given(args, "rate", "colour")
+        | sampling_record(args),
     }
     out = Path(args.out)
     if args.resume and out.exists() and not has_parts(out):
         return _finished(out, job)
-    options = {"size": args.size, "step": args.every, "on_corrupt": args.on_corrupt,
-               "rate": args.rate, "colour": args.colour} | _given(args, "keyframes")  # fmt: skip
+    args.start, args.stop = frame_range(args.input, args.start, args.stop, rate=args.rate)
+    options = {"size": args.size, "on_corrupt": args.on_corrupt, "rate": args.rate,
+               "colour": args.colour} | sampling_of(args)  # fmt: skip
     source = _resumed_source(args, out, options) if args.resume else None
     if source is None:
         source = open_input(args.input, start=args.start, stop=args.stop, **options)
@@ -151,7 +152,8 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         "inputs": inputs_record(inputs),
         "function": code_identity(fn),
         "options": {key: getattr(args, key) for key in ("size", "every", "on_corrupt")}
-        | _given(args, "colour", "rate", "keyframes"),
+        | _given(args, "colour", "rate")
+        | sampling_record(args),
     }
     if args.resume and out.exists() and not has_parts(out):
         if args.add_new:
@@ -163,12 +165,13 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
             {i.path for i in inputs[:at]}] if state else []  # fmt: skip
     failures = Failures(args.failures, out, kept)
     source = VideoFiles(
-        inputs, size=args.size, step=args.every, on_corrupt=args.on_corrupt, colour=args.colour,
-        rate=args.rate, keyframes=args.keyframes,
+        inputs, size=args.size, on_corrupt=args.on_corrupt, colour=args.colour, rate=args.rate,
         on_error="fail" if args.fail_fast else "skip", on_failed=failures.add,
+        **sampling_of(args),
     )  # fmt: skip
     if state and "input" in state:
-        source.resume_after(state["input"], state["input_frame"], state["next"])
+        source.resume_after(state["input"], state["input_frame"], state["next"],
+                            state.get("input_sample"))  # fmt: skip
     sink = ResultsSink(out, values=["value"], job=job, resume=args.resume,
                        overwrite=args.overwrite)  # fmt: skip
     report, written = _answered(args, fn, build, source, sink)
@@ -182,7 +185,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
 def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     """The options among ``names`` given other than as their defaults: a job records them
     only then, so the records of runs made before they existed resume as they were."""
-    defaults = {"rate": None, "colour": "fast", "keyframes": False}
+    defaults = {"rate": None, "colour": "fast"}
     return {n: getattr(args, n) for n in names if getattr(args, n) != defaults[n]}
 
 
@@ -222,15 +225,18 @@ def _resumed_source(args: argparse.Namespace, out: Path, options: dict[str, Any]
     from ..io.sources import open_input
 
     done = resume_point(out)
+    if is_sampled(args):  # the same choice of frames, from the sample after the last row
+        sampled = open_input(args.input, start=args.start, stop=args.stop, **options)
+        sampled.resume_from(2**62 if rows_done(out) else done)
+        return sampled
     if done <= args.start:
         return None
-    start = args.start + -(-(done - args.start) // args.every) * args.every
     whole = open_input(args.input, start=args.start, stop=args.stop, **options)
-    every_frame = whole.length is not None and not args.keyframes  # (key frames: by index)
-    planned_end = args.start + whole.length * args.every if every_frame else None
-    if rows_done(out) or (planned_end is not None and start >= planned_end):
+    planned_end = None if whole.length is None else args.start + whole.length
+    whole.close()
+    if rows_done(out) or (planned_end is not None and done >= planned_end):
         return open_input(args.input, start=args.start, stop=args.start, **options)
-    return open_input(args.input, start=start, stop=args.stop, **options)
+    return open_input(args.input, start=done, stop=args.stop, **options)
 
 
 def _finished(out: Path, job: dict[str, Any]) -> int:
@@ -271,6 +277,7 @@ def _run_chunked(args: argparse.Namespace, fn: Any, build: Any) -> int:
         raise UsageError("--chunks cuts a video at its keyframes, not images; drop --chunks")
     if args.every > 1:
         raise UsageError("--every does not combine with --chunks yet; drop one")
+    args.start, args.stop = frame_range(args.input, args.start, args.stop)
     executor = ray_for_chunks(args.scale)
     ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
     report, written = observed(

@@ -17,6 +17,7 @@ The sink is ``io/image_sink.py``.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any, Literal
@@ -30,6 +31,7 @@ from .base import Chunk, Source
 from .formats import CHANNELS, OnCorrupt, rate_of
 from .image_names import list_images, naming_of
 from .positions import DEFAULT_RATE
+from .sampling import Sampling, Timeline
 
 ImagePixFmt = Literal["rgb24", "gray", "rgba", "auto"]
 """``"auto"``: as the files hold them (gray, RGB or RGBA)."""
@@ -73,6 +75,9 @@ class ImageSequenceSource(Source):
         start: index of the first file to read, in the order above.
         stop: one past the last file; ``None`` reads to the end.
         step: read every ``step``-th file from ``start``.
+        keyframes, fps, at, num_frames: a sampling, as
+            :class:`~hyperframes.io.video.VideoSource` takes it (image ``n`` is shown at
+            ``n / rate``; every image is a key frame).
         size: ``(width, height)`` to resize every image to (then the files' sizes may
             differ); by default every file must have the first one's size.
         rate: frames a second (``24``, ``"30000/1001"``); 25 when not given.
@@ -102,6 +107,10 @@ class ImageSequenceSource(Source):
         rate: Fraction | float | str | None = None,
         on_corrupt: OnCorrupt = "fail",
         workers: int | None = None,
+        keyframes: bool = False,
+        fps: float | str | Fraction | None = None,
+        at: Iterable[float | str | Fraction] | None = None,
+        num_frames: int | None = None,
     ) -> None:
         if pix_fmt not in (*CHANNELS, "auto") or on_corrupt not in ("fail", "skip"):
             raise ValueError(
@@ -113,9 +122,18 @@ class ImageSequenceSource(Source):
                 f"need 0 <= start <= stop and step >= 1, got start={start}, stop={stop}, "
                 f"step={step}"
             )
-        self.files = list_images(pattern_or_dir)[start:stop:step]
+        self.sampling = Sampling.of(step=step, keyframes=keyframes, fps=fps, at=at,
+                                    num_frames=num_frames)  # fmt: skip
+        if at is not None and (start or stop is not None):
+            raise ValueError("at= names its frames by time; drop start and stop")
         self.start, self.stop, self.step, self.on_corrupt = start, stop, step, on_corrupt
         self.rate = DEFAULT_RATE if rate is None else rate_of(rate)
+        every = list_images(pattern_or_dir)
+        whole = np.arange(len(every), dtype=np.int64)  # image n is shown at n / rate
+        timeline = Timeline(whole, 1 / Fraction(self.rate), keyframes=whole)
+        self._numbers = self.sampling.pick(timeline, start, stop) if len(every) else whole
+        self.files = [every[n] for n in self._numbers]
+        self._begin = 0  # resume_from: the position reading starts at
         self.size = None if size is None else (int(size[0]), int(size[1]))
         self.workers = workers or default_workers()
         if not self.files:
@@ -152,13 +170,14 @@ class ImageSequenceSource(Source):
         """Start the reading threads (also done by the first :meth:`read_into`)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hf-images-read")
-            self._next, self.skipped = 0, []
+            self._next, self.skipped = self._begin, []
 
     def read_into(self, out: np.ndarray) -> Chunk:
         """Read up to ``len(out)`` images into ``out``; unreadable ones fail or are skipped."""
         self.open()
         assert self._pool is not None
         index = np.empty(len(out), dtype=np.int64)
+        numbers = np.empty(len(out), dtype=np.int64)
         count = 0
         while count < len(out) and self._next < len(self.files):
             todo = range(self._next, min(self._next + len(out) - count, len(self.files)))
@@ -172,13 +191,26 @@ class ImageSequenceSource(Source):
                     continue
                 if count != base + k:  # close the gap a skipped file left
                     out[count] = out[base + k]
-                index[count] = number
+                index[count] = todo[k] if self.sampling.numbers_samples else number
+                numbers[count] = number
                 count += 1
-        return Chunk(index[:count], {"pts": index[:count] / float(self.rate)})
+        meta: dict[str, np.ndarray] = {"pts": numbers[:count] / float(self.rate)}
+        if self.sampling.numbers_samples:
+            meta["input_frame"] = numbers[:count]
+        return Chunk(index[:count], meta)
+
+    def resume_from(self, sample: int) -> None:
+        """Leave out what comes before ``sample`` (a chunk ``index``), as
+        :meth:`~.video.VideoSource.resume_from` does."""
+        if self.sampling.numbers_samples:
+            self._begin = min(int(sample), len(self.files))
+        else:
+            self._begin = int(np.searchsorted(self._numbers, sample))
+        self.length = len(self.files) - self._begin
 
     def _number(self, position: int) -> int:
         """The index in the whole sequence of the file at ``position`` of :attr:`files`."""
-        return self.start + position * self.step
+        return int(self._numbers[position])
 
     def close(self) -> None:
         """Stop the reading threads."""

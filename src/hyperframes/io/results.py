@@ -93,7 +93,17 @@ CONVERSION = {"jsonl": 2, "parquet": 12}
 INDEX_COLUMNS = ("path", "frame", "time", "computed", "answer_of")
 """The file's own columns: no answer may be named so."""
 ENGINE_KEYS = frozenset(
-    {"pts", "hyperframe", "hf_pos", "hf_len", "distance", "answer_of", "input", "input_frame"}
+    {
+        "pts",
+        "hyperframe",
+        "hf_pos",
+        "hf_len",
+        "distance",
+        "answer_of",
+        "input",
+        "input_frame",
+        "input_sample",
+    }
 )
 """Meta keys the engine fills (not values of the user's function)."""
 JOB_FILE = "job.json"
@@ -135,13 +145,14 @@ def resume_point(path: str | os.PathLike[str]) -> int:
 def resume_state(path: str | os.PathLike[str]) -> dict[str, int] | None:
     """Where an interrupted run's kept rows of ``path`` end: ``next`` (as
     :func:`resume_point`) and, for a job over many inputs, ``input`` (the position of the
-    last kept row's input) and ``input_frame`` (that row's frame in its file); ``None``
-    when nothing was kept."""
+    last kept row's input), ``input_frame`` (that row's frame in its file) and, where a
+    sampling counts its samples, ``input_sample``; ``None`` when nothing was kept."""
     kept = kept_parts(parts_folder(path), FORMATS.get(Path(path).suffix.lower(), ""))
     if not kept:
         return None
     record = kept[-1][1]
-    return {key: int(record[key]) for key in ("next", "input", "input_frame") if key in record}
+    keys = ("next", "input", "input_frame", "input_sample")
+    return {key: int(record[key]) for key in keys if key in record}
 
 
 def rows_done(path: str | os.PathLike[str]) -> bool:
@@ -262,7 +273,7 @@ class ResultsSink(Sink):
         self._parts = 0  # the number the next part takes
         self._last: int | None = None  # the last frame written (its id)
         self._first: int | None = None  # the id of the first row of the part being filled
-        self._where: tuple[int, int] | None = None  # many inputs: the last row's input, frame
+        self._where: dict[str, int] | None = None  # many inputs: the last row's input, frame
         self.fixed_after: int | None = None  # a resume ran a fixed function from this frame
 
     def footprint(self, spec: FrameSpec, facts: dict[str, Any]) -> Footprint:
@@ -334,6 +345,7 @@ class ResultsSink(Sink):
             self._check_order(int(frames_here[0]))
         pts, origins = meta.get("pts"), meta.get("answer_of")
         inputs, numbers = meta.get("input"), meta.get("input_frame", index)
+        samples = meta.get("input_sample")
         for j, frame in enumerate(frames_here):
             row: dict[str, Any] = {} if inputs is None else dict(self.inputs[int(inputs[j])])
             row["frame"] = int(numbers[j])
@@ -354,7 +366,9 @@ class ResultsSink(Sink):
                 self._first = int(frame)
             self._last = int(frame)
             if inputs is not None:
-                self._where = (int(inputs[j]), row["frame"])
+                self._where = {"input": int(inputs[j]), "input_frame": row["frame"]}
+                if samples is not None:  # a sampling that counts its samples
+                    self._where["input_sample"] = int(samples[j])
             if self._bytes >= self._limit:
                 self._flush()
         if len(self._rows) >= PART_ROWS or time.monotonic() - self._since >= PART_SECONDS:
@@ -437,8 +451,7 @@ class ResultsSink(Sink):
             return
         rows, self._rows, self._bytes = self._rows, [], 0
         assert self._first is not None and self._last is not None
-        where = {} if self._where is None else {"input": self._where[0],
-                                                "input_frame": self._where[1]}  # fmt: skip
+        where = dict(self._where or {})
         write_part(self.folder, self._parts, self.format,
                    lambda temp: write_rows(rows, temp, self.format), (self._first, self._last),
                    len(rows), where)  # fmt: skip

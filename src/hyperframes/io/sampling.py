@@ -22,6 +22,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -251,4 +252,28 @@ def read_times(lines: Sequence[str], where: str) -> list[Fraction]:
             ) from None
     if not times:
         raise ValueError(f"{where} holds no times; write one time in seconds a line")
+    return times
+
+
+def times_of(value: object, where: str) -> list[Fraction]:
+    """A manifest row's ``at``: a list of times, or text of times split by spaces, commas
+    or semicolons (``"1.5 7 12.25"``).
+
+    Raises:
+        ValueError: a value that is not a time, naming the input.
+    """
+    items: list[Any]
+    if isinstance(value, str):
+        items = value.replace(",", " ").replace(";", " ").split()
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        items = [value]
+    try:
+        times = [_time(item) for item in items]
+    except ValueError as exc:
+        raise ValueError(f"{where}: the manifest's at column: {exc}") from None
+    if not times:
+        raise ValueError(f"{where}: the manifest's at column names no times; give some or "
+                         "leave the row out")  # fmt: skip
     return times

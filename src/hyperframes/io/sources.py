@@ -25,6 +25,9 @@ KEEPS = ("yuv420p", "native")
 """The pixel formats that ask for the input as it is stored: an image sequence's frames are
 then read as the files hold them (gray, RGB or RGBA; 8 or 16 bits)."""
 
+SAMPLINGS = ("keyframes", "fps", "at", "num_frames")
+"""The options that choose frames, which an image sequence takes too."""
+
 
 def open_input(
     path: str | os.PathLike[str],
@@ -40,7 +43,8 @@ def open_input(
 ) -> VideoSource | ImageSequenceSource:
     """The frames of ``path``: a video file, or an image sequence read at ``rate`` frames
     a second (25 when not given). ``video`` holds :class:`~.video.VideoSource`'s own
-    options (``rotation``, ``threads``, ``colour``).
+    options (``rotation``, ``threads``, ``colour``) and the sampling (``keyframes``, ``fps``,
+    ``at``, ``num_frames``), which an image sequence takes too.
 
     An image sequence asked for ``yuv420p`` or ``native`` frames (a video's planes) gives
     its frames as the files hold them: the sequence has no planes to keep.
@@ -53,15 +57,16 @@ def open_input(
         ValueError: ``rate`` for a video (which has its own), one image of a sequence, or
             what the source raises.
     """
-    if is_image_sequence(path):  # (every image is a key frame: keyframes= changes nothing)
+    if is_image_sequence(path):
         if os.path.isfile(path):
             _refuse_one_of_many(path)
         from .images import ImageSequenceSource
 
         as_held = "auto" if pix_fmt in KEEPS else pix_fmt
+        sampling = {key: video[key] for key in SAMPLINGS if key in video}
         return ImageSequenceSource(
             path, pix_fmt=cast("ImagePixFmt", as_held), start=start, stop=stop,
-            size=size, step=step, on_corrupt=on_corrupt, rate=rate,
+            size=size, step=step, on_corrupt=on_corrupt, rate=rate, **sampling,
         )  # fmt: skip
     if rate is not None:
         raise ValueError(

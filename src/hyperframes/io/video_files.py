@@ -36,6 +36,7 @@ from .base import Chunk, Source
 from .formats import OnCorrupt, PixFmt, rate_of
 from .inputs import Input, expand, is_image_sequence
 from .positions import DEFAULT_RATE, frame_range
+from .sampling import Sampling, times_of
 from .sources import open_input
 
 if TYPE_CHECKING:
@@ -55,8 +56,10 @@ class VideoFiles(Source):
             ``.parquet``) or a list of paths (see :func:`~.inputs.expand`), sorted; or a
             list of :class:`~.inputs.Input` (as ``expand`` gives them), taken in its order.
         size: ``(width, height)`` to read every file at; needed where their sizes differ.
-        pix_fmt, step, on_corrupt, colour, keyframes: as :class:`~.video.VideoSource`
-            takes them, for each file (an image sequence's images are all key frames).
+        pix_fmt, step, on_corrupt, colour, keyframes, fps, at, num_frames: as
+            :class:`~.video.VideoSource` takes them, for each file (an image sequence's
+            images are all key frames; ``num_frames`` is per file). A manifest's ``at``
+            column gives its row's own times (a list, or text such as ``"1.5 7 12.25"``).
         rate: the frame rate of the inputs that are image sequences (folders of images
             found in a folder): 25 unless given.
         on_error: a file that cannot be opened or read: ``"skip"`` lists it in
@@ -84,6 +87,9 @@ class VideoFiles(Source):
         on_corrupt: OnCorrupt = "fail",
         colour: Colour = "fast",
         keyframes: bool = False,
+        fps: float | str | Fraction | None = None,
+        at: Sequence[float | str | Fraction] | None = None,
+        num_frames: int | None = None,
         rate: Fraction | float | str | None = None,
         on_error: OnError = "skip",
         on_failed: Callable[[dict[str, Any]], None] | None = None,
@@ -100,11 +106,17 @@ class VideoFiles(Source):
             self.inputs = expand(inputs)
         self.on_error, self.on_failed = on_error, on_failed
         self.rate = rate
-        self._resume: tuple[int, int, int] | None = None
+        self._resume: tuple[int, int, int, int | None] | None = None
+        sampling: dict[str, Any] = {"keyframes": keyframes, "fps": fps, "at": at,
+                                    "num_frames": num_frames}  # fmt: skip
         self._options: dict[str, Any] = {
-            "size": size, "pix_fmt": pix_fmt, "step": step, "on_corrupt": on_corrupt,
+            "size": size,
+            "pix_fmt": pix_fmt,
+            "step": step,
+            "on_corrupt": on_corrupt,
             "colour": colour,
-        } | ({"keyframes": True} if keyframes else {})  # fmt: skip
+        } | {key: value for key, value in sampling.items() if value not in (None, False)}
+        Sampling.of(step=step, **sampling)  # (a bad choice: refused before any input is read)
         self.failed: list[dict[str, Any]] = []
         self._sources: dict[int, VideoSource | ImageSequenceSource] = {}
         self._later: set[int] = set()  # looked at only when reached
@@ -148,48 +160,54 @@ class VideoFiles(Source):
         rate = (DEFAULT_RATE if self.rate is None else rate_of(self.rate)) if images else None
         first, stop = frame_range(item.path, item.start, item.stop, rate=rate)  # times: frames
         begin = first if start is None else start
-        return open_input(item.path, start=begin, stop=stop, rate=rate, **self._options)
+        options = self._options
+        if "at" in item.columns:  # this row's own times
+            options = {**options, "at": times_of(item.columns["at"], item.path)}
+        return open_input(item.path, start=begin, stop=stop, rate=rate, **options)
 
     def _start_over(self) -> None:
         self.failed = list(self._found_failed)
-        self._k, frame, self._next = self._resume or (0, -1, 0)  # input, frame, next id
+        self._k, frame, self._next, sample = self._resume or (0, -1, 0, None)  # (next id)
         self._read = 0  # frames of the current input so far
         self._since = 0.0
         self._figures: list[dict[str, Any]] = []
         if self._resume is not None:
-            self._continue(frame)
+            self._continue(frame, sample)
 
-    def resume_after(self, position: int, frame: int, next_id: int) -> None:
+    def resume_after(
+        self, position: int, frame: int, next_id: int, sample: int | None = None
+    ) -> None:
         """Continue a job whose rows were kept up to frame ``frame`` of input ``position``
         (ids up to ``next_id - 1``): the inputs before it are not read again, that one
-        goes on after ``frame``, and ids go on from ``next_id``."""
+        goes on after ``frame`` (after its ``sample``-th sample, where a sampling counts
+        them: ``meta["input_sample"]``), and ids go on from ``next_id``."""
         if not 0 <= position < len(self.inputs):
             raise ValueError(f"position {position} is not one of the {len(self.inputs)} inputs")
-        self._resume = (position, frame, next_id)
+        self._resume = (position, frame, next_id, sample)
         self._start_over()
 
-    def _continue(self, frame: int) -> None:
-        """Read input ``self._k`` from after ``frame`` (the next input where none is left)."""
-        item, first = self.inputs[self._k], frame + self._options["step"]
+    def _continue(self, frame: int, sample: int | None) -> None:
+        """Read input ``self._k`` after ``frame`` (after its ``sample``-th sample, where a
+        sampling counts them); the next input where none is left."""
+        item = self.inputs[self._k]
         source = self._sources.pop(self._k, None)
         if source is not None:
             source.close()
-        stop, total = None, None
-        try:
-            whole = self._source(item)
-            stop, total = whole.stop, whole.info.get("frames")
-            whole.close()
-        except READ_ERRORS:
-            pass  # read again below: it fails there, and is listed
         self._later.discard(self._k)
-        if (stop is not None and first >= stop) or (total and first >= total):
-            self._k += 1  # it was finished
-        else:
-            try:
-                self._sources[self._k] = self._source(item, start=first)
-            except READ_ERRORS as exc:
-                self._fail(self._k, exc, frames=0)
-                self._k += 1
+        try:
+            source = self._source(item)
+            if source.sampling.sparse:  # the same choice of frames, after the last row's
+                source.resume_from((frame if sample is None else sample) + 1)
+                self._sources[self._k] = source
+            elif source.length is not None and frame + 1 >= source.start + source.length:
+                source.close()
+                self._k += 1  # it was finished
+            else:
+                source.close()
+                self._sources[self._k] = self._source(item, start=frame + 1)
+        except READ_ERRORS as exc:
+            self._fail(self._k, exc, frames=0)
+            self._k += 1
         rest = [s.length for k, s in self._sources.items() if k >= self._k]
         known = None not in rest and not any(k >= self._k for k in self._later)
         self.length = sum(int(n or 0) for n in rest) if known else None
@@ -229,7 +247,10 @@ class VideoFiles(Source):
             self._read += count
             meta = dict(chunk.meta)
             meta["input"] = np.full(count, self._k, dtype=np.int64)
-            meta["input_frame"] = chunk.index.astype(np.int64)
+            if "input_frame" in chunk.meta:  # a sampling that counts its samples
+                meta["input_sample"] = chunk.index.astype(np.int64)
+            else:
+                meta["input_frame"] = chunk.index.astype(np.int64)
             return Chunk(ids, meta)
         return Chunk(np.empty(0, np.int64))
 
