@@ -191,3 +191,35 @@ def test_a_killed_run_over_many_inputs_resumes_mid_file_where_frames_repeat(work
     assert 90 <= resume_point(out) < 600
     assert main([*base, "--out", str(out), "--resume"]) == 0
     assert out.read_bytes() == (work / "whole.jsonl").read_bytes()
+
+
+def shown(path: Path) -> tuple[list[float], list[float], int]:
+    """An output's frame times, their mean levels, and how many sound tracks it has."""
+    with av.open(str(path)) as container:
+        tracks = len(container.streams.audio)
+        frames = [(float(f.time), float(f.to_ndarray(format="gray").mean()))
+                  for f in container.decode(video=0)]  # fmt: skip
+    return [t for t, _ in frames], [m for _, m in frames], tracks
+
+
+def test_transcode_fps_at_and_num_frames(work, make_film, capsys):
+    film = make_film(work / "film.mp4")  # 4 s at 25 fps; frame i is level 2i; two tracks
+    out = work / "out.mkv"
+    base = ["transcode", str(film), str(out), "--codec", "ffv1", "--overwrite"]
+    assert main([*base, "--fps", "10"]) == 0  # a constant 10 a second, the sound kept
+    times, levels, tracks = shown(out)
+    assert times == pytest.approx([k / 10 for k in range(40)], abs=1e-3) and tracks == 2
+    assert levels == pytest.approx([2 * int(k * 2.5) for k in range(40)], abs=3)
+    assert main([*base, "--fps", "50"]) == 0  # faster than the input: each frame twice
+    times, levels, _ = shown(out)
+    assert len(times) == 200 and levels[0::2] == pytest.approx(levels[1::2])
+    (work / "times.txt").write_text("3.0\n1.0\n1.0\n")
+    capsys.readouterr()
+    assert main([*base, "--at", "times.txt"]) == 0  # one after the other, no sound
+    times, levels, tracks = shown(out)
+    assert levels == pytest.approx([150, 50, 50], abs=3) and tracks == 0
+    assert times == pytest.approx([0, 0.04, 0.08], abs=1e-3)
+    assert "out of the input's time" in capsys.readouterr().out
+    assert main([*base, "--num-frames", "5"]) == 0  # the input's own times, sound kept
+    times, levels, tracks = shown(out)
+    assert times == pytest.approx([0, 1.0, 2.0, 2.96, 3.96], abs=0.05) and tracks == 2

@@ -57,9 +57,10 @@ def add_sampling_options(
     )  # fmt: skip
 
 
-def sampling_of(args: argparse.Namespace) -> dict[str, Any]:
+def sampling_of(args: Any) -> dict[str, Any]:
     """The sources' keywords for the frames chosen (``step``, ``keyframes``, ``fps``,
-    ``at``, ``num_frames``), the ``--at`` file read.
+    ``at``, ``num_frames``), the ``--at`` file read; ``args`` holds the options (the
+    command line's, or a job read from them).
 
     Raises:
         UsageError: ``--at``'s file is missing or holds something other than times.

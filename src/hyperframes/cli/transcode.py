@@ -17,6 +17,7 @@ from .common import UsageError, emit_report, print_json, reuse_of
 from .many import PARTIAL, each, publish_failures, rate_for, refuse_rate
 from .observe import observed, observed_run, workers_of
 from .options import Encoding, Observe, Scale
+from .sampling import sampling_of
 from .scale import ray_for_chunks
 from .streams import carry_of, frame_range, not_carried
 
@@ -55,6 +56,9 @@ class TranscodeJob:
     rate: str | None = None
     colour: Colour = "fast"
     keyframes: bool = False
+    fps: str | None = None
+    at: str | None = None
+    num_frames: int | None = None
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> TranscodeJob:
@@ -128,7 +132,7 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
     from .. import Pipeline
     from ..io.base import Source
     from ..io.inputs import is_image_sequence
-    from ..io.loop import Looped
+    from ..io.loop import Looped, Retimed
     from ..io.probe import probe
     from ..io.sources import open_input
     from ..io.video_sink import VideoSink
@@ -146,9 +150,10 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
         raise UsageError("--map runs in one process for now; drop --chunks")
     if images and job.chunks is not None:
         raise UsageError("--chunks cuts a video at its keyframes, not images; drop --chunks")
-    if job.keyframes and (job.every > 1 or job.chunks is not None):
-        raise UsageError("--keyframes keeps every key frame, in one process; drop "
-                         f"{'--every' if job.every > 1 else '--chunks'}")  # fmt: skip
+    sampling = sampling_of(job)
+    if job.chunks is not None and set(sampling) - {"step"}:
+        raise UsageError("--keyframes, --fps, --at and --num-frames read in one process; "
+                         "drop --chunks")  # fmt: skip
     carry = None
     if not _dropped(job) and not images:  # the other streams go along in step with the frames
         carry = carry_of(job.output, audio=job.audio, audio_codec=job.audio_codec,
@@ -162,12 +167,18 @@ def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
     def make() -> Source:
         # the source resizes every frame to --size as it decodes it, so a stream whose
         # frame size changes part-way comes out at one size
-        video = {} if images else {"rotation": job.rotation, "colour": job.colour,
-                                   "keyframes": job.keyframes}  # fmt: skip
-        return open_input(
+        video: dict[str, Any] = {"rotation": job.rotation, "colour": job.colour}
+        if images:
+            video = {}
+        made = open_input(
             job.input, start=start, stop=stop, on_corrupt=job.on_corrupt, pix_fmt=pix_fmt,
-            size=job.size, step=job.every, rate=job.rate, **video,
+            size=job.size, rate=job.rate, **video, **sampling,
         )  # fmt: skip
+        if job.fps is not None:  # R frames a second: each shown at the instant it was asked for
+            return Retimed(made)
+        if job.at is not None:  # the frames asked for, one after the other at the input's rate
+            return Retimed(made, rate=float(made.info.get("fps") or 25))
+        return made
 
     source: Source = Looped(make, times=job.loop) if job.loop > 1 else make()
     options = job.encoding.options(input_pix_fmt="yuv420p" if planar else None, carry=carry)
@@ -191,6 +202,8 @@ def _dropped(job: TranscodeJob) -> str:
     """Why none of the input's other streams can go along ("" where they can)."""
     if job.loop > 1:
         return f"--loop plays the input {job.loop} times; its other streams are not carried"
+    if job.at is not None:
+        return "--at shows the frames asked for one after the other, out of the input's time"
     if images_out(job.output):
         return "the output is images, which hold no other streams"
     return ""

@@ -15,12 +15,12 @@ from .common import (
     UsageError,
     add_function_options,
     frame_size,
-    position,
     positive_int,
     print_json,
 )
 from .many import PARTIAL, add_many_options, add_rate_option, each, print_rows, refuse_rate
 from .observe import add_long_options
+from .sampling import add_sampling_options
 from .scale import add_chunk_options
 from .streams import add_stream_options
 from .transcode import run_transcode
@@ -54,26 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_many_options(p)
     add_encoder_options(p)
     p.add_argument("--size", type=frame_size, default=None, help="resize to WxH")
-    p.add_argument(
-        "--start",
-        type=position,
-        default=0,
-        help="the first frame: an index (120), seconds (4.5s) or [HH:]MM:SS.mmm",
-    )
-    p.add_argument(
-        "--stop", type=position, default=None, help="where to stop (not included), as --start"
-    )
-    p.add_argument(
-        "--every",
-        type=positive_int,
-        default=1,
-        help="keep every K-th frame; each is shown until the next, so the output "
-        "lasts as long as the input and its sound is kept whole",
-    )
-    p.add_argument(
-        "--keyframes", action="store_true",
-        help="keep only the key frames, each shown until the next (the frames between are "
-        "not decoded): a quick overview of a long video",
+    add_sampling_options(
+        p, every_help="keep every K-th frame; each is shown until the next, so the output "
+        "lasts as long as the input and its sound is kept whole (so does --num-frames; "
+        "--fps R writes R frames a second, --at the frames asked for one after the other)",
+        keyframes_help="keep only the key frames, each shown until the next (the frames "
+        "between are not decoded): a quick overview of a long video",
     )  # fmt: skip
     p.add_argument("--loop", type=positive_int, default=1, help="play the input N times")
     add_stream_options(p)

@@ -132,6 +132,7 @@ class ImageSequenceSource(Source):
         whole = np.arange(len(every), dtype=np.int64)  # image n is shown at n / rate
         timeline = Timeline(whole, 1 / Fraction(self.rate), keyframes=whole)
         self._numbers = self.sampling.pick(timeline, start, stop) if len(every) else whole
+        self._instants = self.sampling.instants(timeline, start, stop) if len(every) else whole
         self.files = [every[n] for n in self._numbers]
         self._begin = 0  # resume_from: the position reading starts at
         self.size = None if size is None else (int(size[0]), int(size[1]))
@@ -197,6 +198,7 @@ class ImageSequenceSource(Source):
         meta: dict[str, np.ndarray] = {"pts": numbers[:count] / float(self.rate)}
         if self.sampling.numbers_samples:
             meta["input_frame"] = numbers[:count]
+            meta["at"] = self._instants[index[:count]]
         return Chunk(index[:count], meta)
 
     def resume_from(self, sample: int) -> None:

@@ -1,4 +1,6 @@
-"""Play a source several times in a row, as one longer sequence.
+"""Sources shown at other times: a source played several times in a row, as one longer
+sequence (:class:`Looped`), or its samples shown at the times they were asked for
+(:class:`Retimed`).
 
 Example (a 132-frame clip played 25 times is 3,300 frames)::
 
@@ -8,6 +10,7 @@ Example (a 132-frame clip played 25 times is 3,300 frames)::
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -82,3 +85,37 @@ class Looped(Source):
         self._seen, self._last_pts = 0, None
         self._inner = self._make()
         self._inner.open()
+
+
+class Retimed(Source):
+    """A sampled source's frames shown at the times asked for (``meta["at"]``, as
+    ``fps=`` gives them: a constant rate), or, with ``rate``, one after the other at that
+    rate (``at=`` times, which may go back).
+
+    Args:
+        inner: a source whose chunks carry ``meta["at"]`` (``fps=`` or ``at=``).
+        rate: show sample ``k`` at ``k / rate`` seconds instead.
+    """
+
+    def __init__(self, inner: Source, *, rate: float | None = None) -> None:
+        self._inner, self._rate = inner, rate
+        self.spec, self.length = inner.spec, inner.length
+        self.info = dict(getattr(inner, "info", {}))
+
+    def open(self) -> None:
+        self._inner.open()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def notes(self) -> dict[str, Any]:
+        return self._inner.notes()
+
+    def read_into(self, out: np.ndarray) -> Chunk:
+        chunk = self._inner.read_into(out)
+        meta = dict(chunk.meta)
+        if self._rate is not None:
+            meta["pts"] = chunk.index / self._rate
+        elif len(chunk):
+            meta["pts"] = meta["at"]
+        return Chunk(chunk.index, meta)

@@ -103,6 +103,7 @@ ENGINE_KEYS = frozenset(
         "input",
         "input_frame",
         "input_sample",
+        "at",
     }
 )
 """Meta keys the engine fills (not values of the user's function)."""

@@ -182,7 +182,21 @@ class Sampling:
             return self._at_times(timeline)
         return np.arange(start, stop, self.every, dtype=np.int64)
 
-    def _by_rate(self, timeline: Timeline, start: int, stop: int) -> np.ndarray:
+    def instants(self, timeline: Timeline, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """With ``fps`` or ``at``, the time each pick was asked for (seconds, in
+        :meth:`pick`'s order); else empty."""
+        if self.at is not None:
+            return np.array([float(t) for t in self.at])
+        if self.fps is None:
+            return np.zeros(0)
+        stop = len(timeline.pts) if stop is None else min(stop, len(timeline.pts))
+        count = len(self._instants(timeline, start, stop))
+        first = float(int(timeline.pts[start]) * timeline.time_base)
+        return first + np.arange(count) / float(self.fps)
+
+    def _instants(self, timeline: Timeline, start: int, stop: int) -> np.ndarray:
+        """The ``fps`` instants from ``start``'s time to the end of ``stop - 1``, each as
+        the last whole timestamp at or before it."""
         assert self.fps is not None
         pts = timeline.pts
         first = int(pts[start])
@@ -195,8 +209,11 @@ class Sampling:
             thresholds = first + ks * step.numerator // step.denominator
         else:
             thresholds = np.array([first + math.floor(k * step) for k in range(count)])
-        picked = timeline.played_at(thresholds)
-        return picked[(picked >= start) & (picked < stop)].astype(np.int64)
+        return thresholds
+
+    def _by_rate(self, timeline: Timeline, start: int, stop: int) -> np.ndarray:
+        picked = timeline.played_at(self._instants(timeline, start, stop))
+        return picked.astype(np.int64)
 
     def _at_times(self, timeline: Timeline) -> np.ndarray:
         assert self.at is not None

@@ -133,8 +133,9 @@ class VideoSource(Source):
         need is decoded: each from the key frame before it, frames nothing refers to
         skipped, no frame converted unless it is given (:mod:`~hyperframes.io.sparse`).
         With ``fps`` or ``at`` a frame may come more than once and ``at`` may go back, so
-        the chunks' ``index`` counts the samples (0, 1, 2, ...) and
-        ``meta["input_frame"]`` holds each frame's index in the video.
+        the chunks' ``index`` counts the samples (0, 1, 2, ...),
+        ``meta["input_frame"]`` holds each frame's index in the video and ``meta["at"]``
+        the time asked for.
 
     Attributes:
         skipped: indices of the frames left out with ``on_corrupt="skip"``.
@@ -203,6 +204,7 @@ class VideoSource(Source):
             self._jobs: list[Job] | None = None
             self._pts: np.ndarray | None = None
             self._keyframes: np.ndarray | None = None
+            self._instants = np.zeros(0)  # fps, at: the time each sample was asked for
             self._first = 0  # the sample the jobs begin at (resume_from)
             self._time_base = Fraction(1)
             self._decodes = 0  # frames the sampled read's decoders gave
@@ -322,6 +324,7 @@ class VideoSource(Source):
         meta: dict[str, np.ndarray] = {"pts": pts[:count]}
         if self.sampling.numbers_samples:
             meta["input_frame"] = numbers[:count]
+            meta["at"] = self._instants[index[:count]]
         return Chunk(index[:count], meta)
 
     def resume_from(self, sample: int) -> None:
@@ -385,6 +388,7 @@ class VideoSource(Source):
         if table.untrusted is None and len(table.pts):
             timeline = Timeline(table.pts, base, table.keyframes)
             self._wanted = sampling.pick(timeline, self.start, self.stop)
+            self._instants = sampling.instants(timeline, self.start, self.stop)
             self._jobs, self._pts = plan_jobs(self._wanted, table.keyframes), table.pts
             self._keyframes, self._time_base = table.keyframes, base
             return
@@ -398,8 +402,9 @@ class VideoSource(Source):
                for _, frame in self._decoded(container, stream, None)]  # fmt: skip
         if not pts:
             raise MediaError(f"{str(self.path)!r} has no decodable video frames")
-        self._wanted = sampling.pick(Timeline(np.asarray(pts, np.int64), base), self.start,
-                                     self.stop)  # fmt: skip
+        timeline = Timeline(np.asarray(pts, np.int64), base)
+        self._wanted = sampling.pick(timeline, self.start, self.stop)
+        self._instants = sampling.instants(timeline, self.start, self.stop)
 
     def _sparse(self) -> Iterator[tuple[int, int, av.VideoFrame]]:
         """The wanted frames, decoded job by job (:mod:`~hyperframes.io.sparse`)."""
