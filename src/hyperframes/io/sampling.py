@@ -32,9 +32,7 @@ def exact(value: float | str | Fraction) -> Fraction:
     just below it."""
     if isinstance(value, Fraction):
         return value
-    if isinstance(value, float):
-        value = repr(value)
-    return Fraction(str(value).strip())
+    return Fraction(str(value).strip())  # (str of a float, numpy's too: its shortest digits)
 
 
 @dataclass(frozen=True)

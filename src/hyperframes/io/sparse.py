@@ -13,8 +13,10 @@ frame (and a new one wherever the order goes back), and each job is decoded on i
 
 Jobs are independent, so ``workers`` threads decode them side by side (PyAV lets go of the
 GIL while FFmpeg decodes), each with a one-thread decoder, and the frames come out in the
-jobs' order. A job waits while ``ahead`` of its frames are decoded and not yet taken, so
-the frames held stay bounded.
+jobs' order. A job waits while ``ahead`` of its frames are decoded and not yet taken (as
+many as fit :data:`AHEAD_BYTES`), so the frames held stay bounded. Where the jobs want more
+frames each than that (``every=2``), workers side by side would only wait on each other:
+one decoder with FFmpeg's own threads reads them instead.
 
 Measured (benchmarks/sampling.py, 1080p H.264): one frame a second of 25 decodes about
 half the frames and, on two workers, takes about half the time of decoding every frame.
@@ -35,6 +37,8 @@ import numpy as np
 
 WAIT = 0.05
 """Seconds a blocked thread waits before it looks whether the decoder was closed."""
+AHEAD_BYTES = 32 << 20
+"""The decoded frames a job may hold before they are taken (2 to 16 frames)."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,8 @@ class SparseDecoder:
         pts: every frame's timestamp by index (the packets' numbering).
         jobs: what to decode (:func:`plan_jobs`).
         workers: decoders working side by side (one job alone gets FFmpeg's threads).
-        ahead: decoded frames a job may hold before they are taken.
+        frame_bytes: the size of a decoded frame, which sets how many a job may hold
+            before they are taken (:data:`AHEAD_BYTES`).
         first: the count of the first wanted frame (where a resumed read begins).
         on_corrupt: called with ``(index, why)`` for a wanted frame the decoder could not
             give, in order; it raises to stop, or returns to leave the frame out.
@@ -95,14 +100,15 @@ class SparseDecoder:
         *,
         workers: int,
         on_corrupt: Callable[[int, str], None],
-        ahead: int = 4,
+        frame_bytes: int = 3 << 20,
         first: int = 0,
     ) -> None:
         self.path = os.fspath(path)
         self._pts = pts
         self._jobs = jobs
-        self._workers = max(1, min(workers, len(jobs)))
-        self._ahead = ahead
+        self._ahead = max(2, min(16, AHEAD_BYTES // max(frame_bytes, 1)))
+        dense = sum(len(job.wanted) for job in jobs) > self._ahead * len(jobs)
+        self._workers = 1 if dense else max(1, min(workers, len(jobs)))
         self._on_corrupt = on_corrupt
         self._first = first
         self.decoded = 0  # frames the decoders gave (wanted or not)
@@ -147,7 +153,7 @@ class SparseDecoder:
             frames = self._queues[number]
         current: tuple[int, Any] | None = None
         try:
-            for k, want in enumerate(job.wanted):
+            for k, want in enumerate(job.wanted):  # (ascending, repeats kept)
                 while current is None or current[0] < want:
                     item = frames.get()
                     if isinstance(item, BaseException):
@@ -155,7 +161,7 @@ class SparseDecoder:
                     current = (item.index, None) if isinstance(item, Corrupt) else item
                     if isinstance(item, Corrupt):
                         self._on_corrupt(item.index, item.why)
-                if current[1] is not None:
+                if current[0] == want and current[1] is not None:
                     yield sample + k, want, current[1]
             assert frames.get() is None  # the job's end
         finally:
@@ -172,7 +178,7 @@ class SparseDecoder:
                     if container is None:
                         container = av.open(self.path)
                         stream = container.streams.video[0]
-                        if self._workers == 1 and len(self._jobs) > 1:
+                        if self._workers == 1:  # one decoder: FFmpeg's threads
                             stream.thread_type = "AUTO"
                         else:
                             stream.codec_context.thread_count = 1
@@ -213,41 +219,49 @@ class SparseDecoder:
                 continue
 
     def _decode(self, container: Any, stream: Any, job: Job, out: queue.Queue[Any]) -> None:
-        """Put ``job``'s frames (each wanted one once, ascending) into ``out``."""
+        """Put ``job``'s wanted frames into ``out``, each once and ascending, a frame the
+        decoder could not give as :class:`Corrupt` in its place (the decoder gives frames
+        in presentation order: one wanted frame not out before a later one never comes)."""
         want = {int(self._pts[w]): w for w in job.wanted}
-        given: set[int] = set()
+        order = sorted(want.values())
+        told = 0  # the wanted frames before order[told] are given or reported
+        why: dict[int, str] = {}  # the wanted frames whose packets failed to decode
         context = stream.codec_context
         decoded = 0
 
+        def settle(until: float) -> None:
+            nonlocal told
+            while told < len(order) and order[told] < until:
+                missing = order[told]
+                self._put(out, Corrupt(missing, why.get(missing, "the decoder gave no frame")))
+                told += 1
+
         def give(frames: list[av.VideoFrame]) -> None:
-            nonlocal decoded
+            nonlocal decoded, told
             for frame in frames:
                 decoded += 1
-                pts = frame.pts
-                if pts is None or pts not in want or pts in given:
-                    continue
-                given.add(pts)
-                index = want[pts]
+                index = want.get(frame.pts) if frame.pts is not None else None
+                if index is None or told >= len(order) or index < order[told]:
+                    continue  # not wanted, or given already
+                settle(index)
                 self._put(out, Corrupt(index, "the decoder flagged it corrupt")
                           if frame.is_corrupt else (index, frame))  # fmt: skip
+                told += 1
 
         key_pts = None if job.key < 0 else int(self._pts[job.key])
-        unsent = self._seek(container, stream, key_pts, set(want))
-        for packet in unsent:
+        for packet in self._seek(container, stream, key_pts, set(want)):
             context.skip_frame = "DEFAULT" if packet.pts in want else "NONREF"
             try:
                 give(packet.decode())
             except av.FFmpegError as exc:
-                if packet.pts is not None and packet.pts in want and packet.pts not in given:
-                    given.add(packet.pts)
-                    self._put(out, Corrupt(want[packet.pts], str(exc)))
+                if packet.pts is not None and packet.pts in want:
+                    why[want[packet.pts]] = str(exc)
         context.skip_frame = "DEFAULT"
         with contextlib.suppress(av.FFmpegError):  # drain: the frames still held come out
             give(context.decode(None))
         with self._lock:
             self.decoded += decoded
-        for pts in sorted(set(want) - given, key=want.__getitem__):
-            self._put(out, Corrupt(want[pts], "the decoder gave no frame for it"))
+        settle(float("inf"))
 
     def _seek(
         self, container: Any, stream: Any, key_pts: int | None, wanted: set[int]

@@ -409,8 +409,11 @@ class VideoSource(Source):
     def _sparse(self) -> Iterator[tuple[int, int, av.VideoFrame]]:
         """The wanted frames, decoded job by job (:mod:`~hyperframes.io.sparse`)."""
         assert self._jobs is not None and self._pts is not None
-        self._decoder = SparseDecoder(self.path, self._pts, self._jobs, workers=self.workers,
-                                      on_corrupt=self._corrupt, first=self._first)  # fmt: skip
+        facts = self._facts
+        self._decoder = SparseDecoder(
+            self.path, self._pts, self._jobs, workers=self.workers, on_corrupt=self._corrupt,
+            first=self._first, frame_bytes=facts["width"] * facts["height"] * 3 // 2,
+        )  # fmt: skip
         numbered = self.sampling.numbers_samples
         for sample, number, frame in self._decoder.frames():
             self._seen += 1
@@ -425,19 +428,23 @@ class VideoSource(Source):
         """The wanted frames decoding from the first frame, again wherever the order
         goes back (timestamps that cannot number the frames)."""
         numbered = self.sampling.numbers_samples
-        sample = 0
-        while sample < len(wanted):
+        backs = np.flatnonzero(np.diff(wanted) < 0) + 1  # where the order goes back
+        for run in np.split(np.arange(len(wanted)), backs) if len(wanted) else []:
             container.seek(0, backward=True)
+            left = iter(run.tolist())
+            sample = next(left)
             for number, frame in self._decoded(container, stream, None):
-                while sample < len(wanted) and wanted[sample] == number:
-                    self._seen += 1
-                    yield (sample if numbered else number), number, frame
-                    sample += 1
-                if sample == len(wanted) or wanted[sample] < number:
+                self._decodes += 1
+                while sample >= 0 and wanted[sample] <= number:
+                    if wanted[sample] == number:  # (one passed was left out as corrupt)
+                        self._seen += 1
+                        yield (sample if numbered else number), number, frame
+                    sample = next(left, -1)
+                if sample < 0:
                     break
-            else:  # the frames ran out before the one wanted
+            while sample >= 0:  # the frames ran out before these
                 self._corrupt(int(wanted[sample]), "the decoder gave no frame for it")
-                sample += 1
+                sample = next(left, -1)
 
     def notes(self) -> dict[str, Any]:
         """``seek``: how ``start`` was reached (absent for a start near the top); with a
@@ -450,7 +457,7 @@ class VideoSource(Source):
             notes["seek"] = f"none: decoded from the first frame, because {self._seek}"
         if self.sampling.sparse:
             notes["sampling"] = self.sampling.describe()
-            if self._jobs is not None:
+            if self._jobs is not None or self._wanted is not None:
                 notes["decoded"] = self._decodes + (self._decoder.decoded if self._decoder else 0)
             notes["kept"] = self._seen
             asked = self.sampling.num_frames
