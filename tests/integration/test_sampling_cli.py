@@ -223,3 +223,25 @@ def test_transcode_fps_at_and_num_frames(work, make_film, capsys):
     assert main([*base, "--num-frames", "5"]) == 0  # the input's own times, sound kept
     times, levels, tracks = shown(out)
     assert times == pytest.approx([0, 1.0, 2.0, 2.96, 3.96], abs=0.05) and tracks == 2
+
+
+def test_pack_and_analyze_take_a_sampling(work, bikes, capsys):
+    import hyperframes as hf
+
+    store = work / "second.hfs"
+    assert main(["pack", str(bikes), str(store), "--fps", "2", "--pix-fmt", "rgb24"]) == 0
+    times = times_of(bikes)
+    expected = [played_at(times, Fraction(k, 2)) for k in range(20)]
+    with hf.FrameStore(store) as held:
+        assert len(held) == 20  # numbered 0, 1, 2...: the samples, each the frame asked for
+        reference = hf.VideoSource(bikes, colour="fast")
+        frames = np.empty((250, *reference.spec.shape), np.uint8)
+        reference.read_into(frames)
+        for k in (0, 7, 19):
+            assert np.array_equal(held[k], frames[expected[k]])
+    assert main(["pack", str(bikes), str(store), "--fps", "2", "--resume"]) != 0
+    assert "starts again: pass --overwrite" in capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["analyze", str(bikes), "--keyframes", "--json", "--samples", "0"]) == 0
+    keys = hf.VideoSource(bikes, keyframes=True).length
+    assert json.loads(capsys.readouterr().out)["frames"] == keys

@@ -9,7 +9,9 @@ from ..io.inputs import is_many
 from .common import UsageError, positive_int, print_json
 from .many import PARTIAL, add_rate_option, each, print_rows, rate_for, refuse_rate
 from .observe import add_long_options, observed
+from .sampling import add_sampling_options, is_sampled, sampling_of
 from .scale import executor_for
+from .streams import frame_range
 
 if TYPE_CHECKING:
     from ..engine.report import RunReport
@@ -21,6 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "'frames/frame_%%04d.png', a quoted glob of images), or many videos (a "
                    "folder, a quoted glob, a manifest): a line each")  # fmt: skip
     add_rate_option(p)
+    add_sampling_options(
+        p, every_help="analyze every K-th frame (so --fps, --at, --num-frames, --keyframes)",
+        keyframes_help="analyze only the key frames",
+    )  # fmt: skip
     p.add_argument("--threshold", type=float, default=None, help="grouping threshold (MSE)")
     p.add_argument("--min-len", type=positive_int, default=None)
     p.add_argument("--max-len", type=positive_int, default=None)
@@ -70,6 +76,8 @@ def analyze_many(args: argparse.Namespace) -> int:
         raise UsageError("--plot draws one input's timeline; drop it with many inputs")
     inputs = expand(args.input)
     refuse_rate(args.rate, inputs)
+    if args.start or args.stop is not None:
+        raise UsageError("--start/--stop take one input; drop them with many")
 
     def one(item: Any) -> dict[str, Any]:
         own = argparse.Namespace(**{**vars(args), "rate": rate_for(args.rate, item.path)})
@@ -90,6 +98,7 @@ def analysis(args: argparse.Namespace, path: str) -> tuple[dict[str, Any], list[
     from ..analysis import analyze, percent, plot_timeline
     from ..engine.sizing import default_budget
     from ..hyper.grouping.grouper import GroupingOptions
+    from ..io.loop import Renumbered
     from ..io.sources import open_input
     from ..store.modes import estimate_modes
     from ..store.sink import plan_pack
@@ -99,7 +108,12 @@ def analysis(args: argparse.Namespace, path: str) -> tuple[dict[str, Any], list[
 
     # what a default pack does: the same frames (the decoder's planes where it keeps
     # them) and the same longest group (fitted to the memory budget)
-    source = open_input(path, pix_fmt=default_planes(path), rate=args.rate)
+    source: Any = open_input(path, pix_fmt=default_planes(path), rate=args.rate)
+    if is_sampled(args) or args.start != 0 or args.stop is not None:
+        first, stop = frame_range(path, args.start, args.stop, rate=args.rate)
+        source.close()
+        source = Renumbered(open_input(path, pix_fmt=default_planes(path), rate=args.rate,
+                                       start=first, stop=stop, **sampling_of(args)))  # fmt: skip
     min_len = args.min_len if args.min_len is not None else GroupingOptions().min_len
     max_len = args.max_len or plan_pack(
         source.spec, args.memory or default_budget(), min_len=min_len,

@@ -30,6 +30,8 @@ from .many import (
     refuse_rate,
 )
 from .observe import add_long_options, observed_run, workers_of
+from .sampling import add_sampling_options, is_sampled, sampling_of
+from .streams import frame_range
 
 __all__ = ["is_store", "register", "store_info"]
 
@@ -63,6 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--size", type=frame_size, default=None, metavar="WxH",
         help="resize every frame to WxH (needed when the frame size changes part-way)",
+    )  # fmt: skip
+    add_sampling_options(
+        p, every_help="store every K-th frame (the store numbers its frames 0, 1, 2...; "
+        "each keeps its time; so with --fps, --at, --num-frames, --keyframes)",
+        keyframes_help="store only the key frames",
     )  # fmt: skip
     p.add_argument("--threshold", type=float, default=None, help="grouping MSE threshold")
     p.add_argument("--min-len", type=positive_int, default=None, help="shortest group")
@@ -145,8 +152,9 @@ def pack_many(args: argparse.Namespace) -> int:
 
     inputs = expand(args.input)
     refuse_rate(args.rate, inputs)
-    if any(i.start or i.stop is not None for i in inputs):
-        raise UsageError("pack stores whole inputs; drop the manifest's start and stop")
+    if any(i.start or i.stop is not None for i in inputs) or args.start or args.stop is not None:
+        raise UsageError("pack INPUTS stores whole inputs; drop --start/--stop and the "
+                         "manifest's start and stop")  # fmt: skip
     folder = Path(args.store)
 
     def one(item: Any) -> dict[str, Any]:
@@ -174,16 +182,26 @@ def pack(args: argparse.Namespace) -> dict[str, Any]:
     from ..choices import GOP, check_gop
     from ..engine.sizing import default_budget
     from ..hyper.grouping.grouper import GroupingOptions
+    from ..io.loop import Renumbered
     from ..io.sources import open_input
     from ..store import StoreSink, StoreWriter
     from ..store.resume import check_resumed_frame, resume_point
     from ..store.sink import plan_pack
 
     tier: Tier = "lossless" if args.psnr is None else "psnr"
+    chosen = is_sampled(args) or args.start != 0 or args.stop is not None
+    if chosen and args.resume:
+        raise UsageError("--resume continues a pack of whole inputs; a pack of some frames "
+                         "starts again: pass --overwrite")  # fmt: skip
     start, complete = resume_point(args.store) if args.resume else (0, False)
     pix_fmt = _pack_pix_fmt(args, resuming=args.resume and (start > 0 or complete))
     reading = {"size": args.size, "pix_fmt": pix_fmt, "rate": args.rate}
-    whole = open_input(args.input, **reading)
+    if chosen:  # some frames, numbered 0, 1, 2... in the store, each with its own time
+        first, stop = frame_range(args.input, args.start, args.stop, rate=args.rate)
+        whole: Any = Renumbered(open_input(args.input, start=first, stop=stop, **reading,
+                                           **sampling_of(args)))  # fmt: skip
+    else:
+        whole = open_input(args.input, **reading)
     # grouping: what the user says, else what the resumed store was packed with, else the
     # defaults, with the longest group fitted to the memory budget (see plan_pack)
     # (x264: a group's start is a keyframe, so groups are cut by length only, one GOP each)
@@ -212,7 +230,7 @@ def pack(args: argparse.Namespace) -> dict[str, Any]:
             return {**_pack_data(store_info(args.store), fps=0.0, new=0, wall=0.0),
                     "nothing_to_do": True}  # fmt: skip
         check_resumed_frame(args.store, args.input, start - 1, **reading)
-    source = open_input(args.input, start=start, **reading)
+    source = whole if chosen else open_input(args.input, start=start, **reading)
     sink = StoreSink(  # records the grouping the .group() stage below uses
         args.store, tier=tier, psnr=args.psnr, intra=args.intra, gop=args.gop,
         workers=workers_of(args.scale),

@@ -1,6 +1,6 @@
-"""Sources shown at other times: a source played several times in a row, as one longer
-sequence (:class:`Looped`), or its samples shown at the times they were asked for
-(:class:`Retimed`).
+"""Sources shown at other times or numbered otherwise: a source played several times in a
+row, as one longer sequence (:class:`Looped`), its samples shown at the times they were
+asked for (:class:`Retimed`), or numbered 0, 1, 2... (:class:`Renumbered`).
 
 Example (a 132-frame clip played 25 times is 3,300 frames)::
 
@@ -87,18 +87,11 @@ class Looped(Source):
         self._inner.open()
 
 
-class Retimed(Source):
-    """A sampled source's frames shown at the times asked for (``meta["at"]``, as
-    ``fps=`` gives them: a constant rate), or, with ``rate``, one after the other at that
-    rate (``at=`` times, which may go back).
+class _Around(Source):
+    """A source around another: its frames, with what the subclass changes."""
 
-    Args:
-        inner: a source whose chunks carry ``meta["at"]`` (``fps=`` or ``at=``).
-        rate: show sample ``k`` at ``k / rate`` seconds instead.
-    """
-
-    def __init__(self, inner: Source, *, rate: float | None = None) -> None:
-        self._inner, self._rate = inner, rate
+    def __init__(self, inner: Source) -> None:
+        self._inner = inner
         self.spec, self.length = inner.spec, inner.length
         self.info = dict(getattr(inner, "info", {}))
 
@@ -111,6 +104,21 @@ class Retimed(Source):
     def notes(self) -> dict[str, Any]:
         return self._inner.notes()
 
+
+class Retimed(_Around):
+    """A sampled source's frames shown at the times asked for (``meta["at"]``, as
+    ``fps=`` gives them: a constant rate), or, with ``rate``, one after the other at that
+    rate (``at=`` times, which may go back).
+
+    Args:
+        inner: a source whose chunks carry ``meta["at"]`` (``fps=`` or ``at=``).
+        rate: show sample ``k`` at ``k / rate`` seconds instead.
+    """
+
+    def __init__(self, inner: Source, *, rate: float | None = None) -> None:
+        super().__init__(inner)
+        self._rate = rate
+
     def read_into(self, out: np.ndarray) -> Chunk:
         chunk = self._inner.read_into(out)
         meta = dict(chunk.meta)
@@ -119,3 +127,24 @@ class Retimed(Source):
         elif len(chunk):
             meta["pts"] = meta["at"]
         return Chunk(chunk.index, meta)
+
+
+class Renumbered(_Around):
+    """A source's frames numbered 0, 1, 2... (as a store holds them), each keeping its
+    index in the input in ``meta["input_frame"]`` and its own time."""
+
+    def __init__(self, inner: Source) -> None:
+        super().__init__(inner)
+        self._next = 0
+
+    def open(self) -> None:
+        self._next = 0
+        self._inner.open()
+
+    def read_into(self, out: np.ndarray) -> Chunk:
+        chunk = self._inner.read_into(out)
+        meta = dict(chunk.meta)
+        meta.setdefault("input_frame", chunk.index)
+        ids = np.arange(self._next, self._next + len(chunk), dtype=np.int64)
+        self._next += len(chunk)
+        return Chunk(ids, meta)
