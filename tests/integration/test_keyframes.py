@@ -82,6 +82,4 @@ def test_transcode_keeps_the_key_frames_each_until_the_next(gop_clip: Path, tmp_
     with av.open(str(out)) as container:
         shown = [float(f.time) for f in container.decode(video=0)]
     assert shown == pytest.approx([t - times[0] for t in times], abs=1e-3)  # the input's times
-    with pytest.raises(SystemExit) as exit_:  # one way of choosing frames at a time
-        main(["transcode", str(gop_clip), str(out), "--keyframes", "--every", "2"])
-    assert exit_.value.code == 2
+    assert main(["transcode", str(gop_clip), str(out), "--keyframes", "--every", "2"]) == 2

@@ -37,20 +37,21 @@ def add_sampling_options(
     p.add_argument(
         "--stop", type=position, default=None, help="where to stop (not included), as --start"
     )
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--every", type=positive_int, default=1, metavar="K", help=every_help)
-    group.add_argument("--keyframes", action="store_true", help=keyframes_help)
-    group.add_argument(
+    # (one at a time, checked by sampling_of: argparse's usage line of a group of five
+    # would not fit 80 columns)
+    p.add_argument("--every", type=positive_int, default=1, metavar="K", help=every_help)
+    p.add_argument("--keyframes", action="store_true", help=keyframes_help)
+    p.add_argument(
         "--fps", type=frames_a_second, default=None, metavar="R",
         help="one frame per 1/R seconds: the frame played at each instant (the frames "
         "between are decoded only as far as those need)",
     )  # fmt: skip
-    group.add_argument(
+    p.add_argument(
         "--at", default=None, metavar="FILE",
         help="the frames played at the times in FILE (seconds or [HH:]MM:SS.mmm, one a "
         "line), in its order; a manifest's at column gives each input its own",
     )  # fmt: skip
-    group.add_argument(
+    p.add_argument(
         "--num-frames", type=positive_int, default=None, metavar="N",
         help="N frames spread evenly over the input (or --start/--stop, or each manifest "
         "row's start/stop)",
@@ -63,10 +64,16 @@ def sampling_of(args: Any) -> dict[str, Any]:
     command line's, or a job read from them).
 
     Raises:
-        UsageError: ``--at``'s file is missing or holds something other than times.
+        UsageError: more than one way of choosing frames, or ``--at``'s file is missing or
+            holds something other than times.
     """
     from ..io.sampling import read_times
 
+    given = [flag for flag, key in (("--every", "every"), ("--keyframes", "keyframes"),
+             ("--fps", "fps"), ("--at", "at"), ("--num-frames", "num_frames"))
+             if getattr(args, key) != DEFAULTS[key]]  # fmt: skip
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} each choose the frames; pass one of them")
     options: dict[str, Any] = {"step": args.every}
     if args.keyframes:
         options["keyframes"] = True

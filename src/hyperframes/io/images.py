@@ -134,7 +134,7 @@ class ImageSequenceSource(Source):
         self._numbers = self.sampling.pick(timeline, start, stop) if len(every) else whole
         self._instants = self.sampling.instants(timeline, start, stop) if len(every) else whole
         self.files = [every[n] for n in self._numbers]
-        self._begin = 0  # resume_from: the position reading starts at
+        self._offset = 0  # restrict, resume_from: the count of the first file listed
         self.size = None if size is None else (int(size[0]), int(size[1]))
         self.workers = workers or default_workers()
         if not self.files:
@@ -171,7 +171,7 @@ class ImageSequenceSource(Source):
         """Start the reading threads (also done by the first :meth:`read_into`)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hf-images-read")
-            self._next, self.skipped = self._begin, []
+            self._next, self.skipped = 0, []
 
     def read_into(self, out: np.ndarray) -> Chunk:
         """Read up to ``len(out)`` images into ``out``; unreadable ones fail or are skipped."""
@@ -192,7 +192,7 @@ class ImageSequenceSource(Source):
                     continue
                 if count != base + k:  # close the gap a skipped file left
                     out[count] = out[base + k]
-                index[count] = todo[k] if self.sampling.numbers_samples else number
+                index[count] = self._offset + todo[k] if self.sampling.numbers_samples else number
                 numbers[count] = number
                 count += 1
         meta: dict[str, np.ndarray] = {"pts": numbers[:count] / float(self.rate)}
@@ -205,10 +205,20 @@ class ImageSequenceSource(Source):
         """Leave out what comes before ``sample`` (a chunk ``index``), as
         :meth:`~.video.VideoSource.resume_from` does."""
         if self.sampling.numbers_samples:
-            self._begin = min(int(sample), len(self.files))
+            self._keep(max(int(sample) - self._offset, 0), len(self.files))
         else:
-            self._begin = int(np.searchsorted(self._numbers, sample))
-        self.length = len(self.files) - self._begin
+            self._keep(int(np.searchsorted(self._numbers, sample)), len(self.files))
+
+    def restrict(self, first: int, stop: int) -> None:
+        """Give only the images ``first`` to ``stop - 1`` of this read, as
+        :meth:`~.video.VideoSource.restrict` does."""
+        self._keep(first, stop)
+
+    def _keep(self, first: int, stop: int) -> None:
+        if self.sampling.numbers_samples:
+            self._offset += first
+        self.files, self._numbers = self.files[first:stop], self._numbers[first:stop]
+        self.length = len(self.files)
 
     def _number(self, position: int) -> int:
         """The index in the whole sequence of the file at ``position`` of :attr:`files`."""

@@ -205,7 +205,7 @@ class VideoSource(Source):
             self._pts: np.ndarray | None = None
             self._keyframes: np.ndarray | None = None
             self._instants = np.zeros(0)  # fps, at: the time each sample was asked for
-            self._first = 0  # the sample the jobs begin at (resume_from)
+            self._first = 0  # the count of the first sample listed (resume_from, restrict)
             self._time_base = Fraction(1)
             self._decodes = 0  # frames the sampled read's decoders gave
             if sampling.sparse:
@@ -332,17 +332,43 @@ class VideoSource(Source):
         them goes on from there, over the same sampling."""
         if not self.sampling.sparse:
             raise ValueError("resume_from takes a sampled read; pass start= instead")
-        self._after = int(sample) - 1
-        if self._wanted is None:
+        if self._wanted is None:  # every step-th frame from the top: left out as read
+            self._after = int(sample) - 1
             return
         if self.sampling.numbers_samples:
-            left = self._wanted[sample:]
-            self._first = min(int(sample), len(self._wanted))
+            position = int(sample) - self._first
         else:
-            left = self._wanted[self._wanted >= sample]
-        self.length = len(left)
+            position = int(np.searchsorted(self._wanted, sample))
+        self._keep(max(position, 0), len(self._wanted))
+
+    def restrict(self, first: int, stop: int) -> None:
+        """Give only the samples ``first`` to ``stop - 1`` of this read, in its order (a
+        worker's share of it); their ids stay as the whole read gives them.
+
+        Raises:
+            ValueError: a read whose frames cannot be listed ahead (``step`` over
+                timestamps that cannot number the frames).
+        """
+        if self._wanted is None:
+            container, stream = open_video(self.path)
+            try:
+                self._sample(container, stream)
+            finally:
+                container.close()
+        if self._wanted is None:
+            raise ValueError(f"{str(self.path)!r}: its frames cannot be listed ahead, so the "
+                             "read cannot be shared out; pass fps= or num_frames=")  # fmt: skip
+        self._keep(first, stop)
+
+    def _keep(self, first: int, stop: int) -> None:
+        """Give only the listed samples ``first`` to ``stop - 1``."""
+        assert self._wanted is not None
+        if self.sampling.numbers_samples:
+            self._first += first
+        self._wanted = self._wanted[first:stop]
+        self.length = len(self._wanted)
         if self._jobs is not None and self._keyframes is not None:
-            self._jobs = plan_jobs(left, self._keyframes)
+            self._jobs = plan_jobs(self._wanted, self._keyframes)
 
     def close(self) -> None:
         """Close the file; a later :meth:`read_into` starts again from ``start``."""
@@ -438,7 +464,7 @@ class VideoSource(Source):
                 while sample >= 0 and wanted[sample] <= number:
                     if wanted[sample] == number:  # (one passed was left out as corrupt)
                         self._seen += 1
-                        yield (sample if numbered else number), number, frame
+                        yield (self._first + sample if numbered else number), number, frame
                     sample = next(left, -1)
                 if sample < 0:
                     break
