@@ -35,6 +35,7 @@ if _TYPE_CHECKING:
     from .frames import FrameSpec
     from .io.base import Chunk, Footprint, Sink, Source
     from .io.carry import Carry
+    from .io.dataset import VideoDataset
     from .io.image_sink import ImageSequenceSink
     from .io.images import ImageSequenceSource
     from .io.results import ResultsSink
@@ -63,6 +64,7 @@ _LAZY = {
     "Footprint": ".io.base",
     "Sink": ".io.base",
     "Carry": ".io.carry",
+    "VideoDataset": ".io.dataset",
     "Source": ".io.base",
     "ImageSequenceSink": ".io.image_sink",
     "ImageSequenceSource": ".io.images",
@@ -127,6 +129,7 @@ __all__ = [
     "Strategy",
     "Stream",
     "Tensors",
+    "VideoDataset",
     "VideoFiles",
     "VideoSink",
     "VideoSource",

@@ -35,6 +35,7 @@ API = (
     "render_chunked", "run_chunked",  # 0.3: public in the docs all along
     "Footprint",  # 0.3.1: what a sink of your own holds, for the run's plan
     "VideoFiles",  # 0.4.1: many videos as one source
+    "VideoDataset",  # 0.6.0: a torch IterableDataset shared out among workers and ranks
     "Tensors",  # 0.5: batches as torch tensors for a loop of the user's
 )  # fmt: skip
 """The API of 0.5. Batch, FramePool and TaskGraph left it in 0.3 (internals no public

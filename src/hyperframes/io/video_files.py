@@ -156,14 +156,7 @@ class VideoFiles(Source):
 
     def _source(self, item: Input, start: int | None = None) -> VideoSource | ImageSequenceSource:
         """The source of ``item`` (a video or an image sequence), from ``start`` if given."""
-        images = is_image_sequence(item.path)
-        rate = (DEFAULT_RATE if self.rate is None else rate_of(self.rate)) if images else None
-        first, stop = frame_range(item.path, item.start, item.stop, rate=rate)  # times: frames
-        begin = first if start is None else start
-        options = self._options
-        if "at" in item.columns:  # this row's own times
-            options = {**options, "at": times_of(item.columns["at"], item.path)}
-        return open_input(item.path, start=begin, stop=stop, rate=rate, **options)
+        return open_item(item, rate=self.rate, start=start, **self._options)
 
     def _start_over(self) -> None:
         self.failed = list(self._found_failed)
@@ -286,3 +279,22 @@ class VideoFiles(Source):
     def notes(self) -> dict[str, Any]:
         """How many inputs, each finished one's frames and seconds, and those that failed."""
         return {"inputs": len(self.inputs), "read": self._figures, "failed": self.failed}
+
+
+def open_item(
+    item: Input,
+    *,
+    rate: Fraction | float | str | None = None,
+    start: int | None = None,
+    **options: Any,
+) -> VideoSource | ImageSequenceSource:
+    """The source of one input of a job: its range (``start``/``stop``, times turned into
+    frames), its manifest's ``at`` times, an image sequence at ``rate`` (25 unless given);
+    from ``start`` where given."""
+    images = is_image_sequence(item.path)
+    every = (DEFAULT_RATE if rate is None else rate_of(rate)) if images else None
+    first, stop = frame_range(item.path, item.start, item.stop, rate=every)  # times: frames
+    if "at" in item.columns:  # this row's own times
+        options = {**options, "at": times_of(item.columns["at"], item.path)}
+    return open_input(item.path, start=first if start is None else start, stop=stop,
+                      rate=every, **options)  # fmt: skip

@@ -1,0 +1,150 @@
+"""Frames for a training loop: :class:`VideoDataset`, a torch ``IterableDataset`` that a
+``DataLoader`` shares out among its workers and ranks, each frame (or clip) once an epoch.
+
+The inputs (a video, an image sequence, a folder, a glob, a manifest or a list:
+:func:`~.inputs.expand`) are fixed and sorted when the dataset is made, and cut into
+*units*: the inputs themselves where there are at least as many as the loader has workers
+in all ranks (``shards``), else each input cut into ``shards`` runs of its frames. Unit
+``u`` goes to shard ``u % shards`` (shard = rank * workers + worker), so the shards never
+overlap and together hold every unit; ``shuffle`` permutes the units the same way in every
+worker, by ``seed`` and the epoch (:meth:`VideoDataset.set_epoch`). A worker reads its
+units one after the other into a buffer of ``clip`` frames, so its memory stays flat
+whatever the inputs' length.
+
+Example:
+    >>> dataset = VideoDataset("clips/", fps=2, size=(224, 224))  # doctest: +SKIP
+    >>> from torch.utils.data import DataLoader  # doctest: +SKIP
+    >>> loader = DataLoader(dataset, batch_size=16, num_workers=2)  # doctest: +SKIP
+    >>> for batch in loader:  # doctest: +SKIP
+    ...     x = batch["frames"]  # (16, 3, 224, 224) uint8; batch["path"], ["frame"], ["time"]
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .inputs import Input, expand
+from .tensors import import_torch
+from .video_files import open_item
+
+torch = import_torch()
+IterableDataset: Any = torch.utils.data.IterableDataset
+
+
+class VideoDataset(IterableDataset):
+    """Every frame (or clip) of ``inputs`` once an epoch, shared out among a
+    ``DataLoader``'s workers and the job's ranks.
+
+    Args:
+        inputs: a video, an image sequence, a folder, a glob, a manifest or a list of
+            paths (as :class:`~.video_files.VideoFiles` takes them; a manifest's
+            ``start``/``stop`` and ``at`` columns count).
+        clip: frames a sample holds: 1 gives ``(C, H, W)`` frames, more ``(clip, C, H,
+            W)`` clips of consecutive samples of one input (a run's last frames that make
+            no whole clip are left out).
+        size: ``(width, height)`` to read every frame at (needed where inputs differ).
+        shuffle: permute the units (inputs, or runs of one) each epoch, by ``seed`` and
+            the epoch, the same in every worker and rank.
+        seed: the shuffle's seed.
+        rank, world_size: this process's place among the job's ranks; by default
+            ``torch.distributed``'s where it is set up, else ``$RANK`` and
+            ``$WORLD_SIZE``, else 0 of 1.
+        source_options: how each input is read, as
+            :func:`~.sources.open_input` takes it: a sampling (``fps``, ``at``,
+            ``num_frames``, ``step``, ``keyframes``), ``colour``, ``rate``...
+
+    Each sample is a dict: ``frames`` (uint8 tensor, channels first), ``path``, ``frame``
+    (the first frame's index in its input) and ``time`` (its time, seconds).
+    """
+
+    def __init__(
+        self,
+        inputs: str | os.PathLike[str] | Sequence[Any],
+        *,
+        clip: int = 1,
+        size: tuple[int, int] | None = None,
+        shuffle: bool = False,
+        seed: int = 0,
+        rank: int | None = None,
+        world_size: int | None = None,
+        **source_options: Any,
+    ) -> None:
+        super().__init__()
+        if isinstance(clip, bool) or int(clip) < 1:
+            raise ValueError(f"clip must be 1 or more frames, got {clip!r}")
+        self.inputs: list[Input] = expand(inputs)
+        self.clip, self.size, self.shuffle, self.seed = int(clip), size, shuffle, seed
+        self.rank, self.world_size = _place(rank, world_size)
+        self.options = source_options
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next pass is (it seeds the shuffle), as ``DistributedSampler``
+        takes it."""
+        self.epoch = int(epoch)
+
+    def units(self, shards: int) -> list[tuple[int, int, int]]:
+        """Every unit in the order the shards take them: ``(input, part, parts)``."""
+        count = len(self.inputs)
+        parts = 1 if count >= shards else shards
+        units = [(k, part, parts) for k in range(count) for part in range(parts)]
+        if self.shuffle:
+            random.Random(self.seed * 1_000_003 + self.epoch).shuffle(units)
+        return units
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        info = torch.utils.data.get_worker_info()
+        workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
+        shards = workers * self.world_size
+        shard = self.rank * workers + worker
+        for k, part, parts in self.units(shards)[shard::shards]:
+            yield from self._read(self.inputs[k], part, parts)
+
+    def _read(self, item: Input, part: int, parts: int) -> Iterator[dict[str, Any]]:
+        """The samples of run ``part`` of ``parts`` of ``item``."""
+        source = open_item(item, size=self.size, **self.options)
+        try:
+            total = source.length
+            if total is None:
+                raise ValueError(f"{item.path!r} does not say how many frames it has")
+            clips = total // self.clip
+            first, stop = clips * part // parts, clips * (part + 1) // parts
+            if parts > 1:
+                source.restrict(first * self.clip, stop * self.clip)
+            elif stop * self.clip < total:
+                source.restrict(0, stop * self.clip)
+            shape = (self.clip, *source.spec.shape)
+            while True:
+                frames = torch.empty(shape, dtype=torch.uint8)
+                got = source.read_into(frames.numpy())
+                if len(got) < self.clip:
+                    return
+                numbers = got.meta.get("input_frame", got.index)
+                sample = frames.permute(0, 3, 1, 2)  # channels first, no copy
+                yield {
+                    "frames": sample[0] if self.clip == 1 else sample,
+                    "path": item.path,
+                    "frame": int(numbers[0]),
+                    "time": float(got.meta["pts"][0]) if "pts" in got.meta else float("nan"),
+                }
+        finally:
+            source.close()
+
+
+def _place(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    """This process's rank and the job's size: as given, else ``torch.distributed``'s,
+    else the environment's, else 0 of 1."""
+    if rank is None or world_size is None:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            found = dist.get_rank(), dist.get_world_size()
+        else:
+            found = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        rank = found[0] if rank is None else rank
+        world_size = found[1] if world_size is None else world_size
+    if not 0 <= rank < world_size:
+        raise ValueError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
+    return int(rank), int(world_size)

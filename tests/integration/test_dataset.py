@@ -1,0 +1,121 @@
+"""``hf.VideoDataset`` under a real ``DataLoader`` (issue 52): every frame (or clip)
+exactly once over 2 workers x 2 ranks, for many inputs and for one long input cut into
+runs; a shuffle that is the same in every worker and changes with the epoch; the frames
+equal a plain read's; and a loader deleted mid-epoch leaves no process, thread or shared
+memory behind."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader  # noqa: E402
+
+import hyperframes as hf  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, clip_path) -> Path:
+    here = tmp_path_factory.mktemp("dataset") / "clips"
+    here.mkdir()
+    for name in ("bikes.mp4", "carphone_pristine.mp4", "bigbuckbunny.mp4"):
+        (here / name).symlink_to(clip_path(name))
+    return here
+
+
+def seen(dataset: hf.VideoDataset, workers: int) -> list[tuple[str, int]]:
+    loader = DataLoader(dataset, batch_size=8, num_workers=workers)
+    found = []
+    for batch in loader:
+        found += [(Path(p).name, int(f)) for p, f in zip(batch["path"], batch["frame"],
+                                                         strict=True)]  # fmt: skip
+    return found
+
+
+def every_frame(folder: Path, **options) -> list[tuple[str, int]]:
+    found = []
+    for item in sorted(folder.iterdir()):
+        source = hf.VideoSource(item, **options)
+        found += [(item.name, n) for n in range(source.length or 0)]
+    return found
+
+
+@pytest.mark.parametrize("how", ["many inputs", "one input in runs"])
+def test_every_frame_once_over_two_workers_and_two_ranks(folder: Path, how: str) -> None:
+    inputs = folder if how == "many inputs" else folder / "bikes.mp4"
+    options = {"size": (64, 48)}
+    found = []
+    for rank in (0, 1):
+        dataset = hf.VideoDataset(inputs, rank=rank, world_size=2, **options)
+        found += seen(dataset, workers=2)
+    expected = (every_frame(folder) if how == "many inputs"
+                else [("bikes.mp4", n) for n in range(250)])  # fmt: skip
+    assert sorted(found) == sorted(expected)  # each once: no frame twice, none missing
+
+
+def test_clips_and_a_sampling_are_shared_out_once(folder: Path) -> None:
+    found = []
+    for rank in (0, 1):
+        dataset = hf.VideoDataset(folder / "bikes.mp4", clip=4, fps=10, size=(64, 48),
+                                  rank=rank, world_size=2)  # fmt: skip
+        loader = DataLoader(dataset, batch_size=2, num_workers=2)
+        for batch in loader:
+            assert batch["frames"].shape[1:] == (4, 3, 48, 64)
+            found += batch["frame"].tolist()
+    whole = hf.VideoSource(folder / "bikes.mp4", fps=10)  # 100 samples: 25 clips of 4
+    assert len(found) == 25 and len(set(found)) == 25
+    assert whole.length == 100
+
+
+def test_the_frames_are_a_plain_reads_and_the_shuffle_follows_the_epoch(folder: Path):
+    dataset = hf.VideoDataset(folder / "carphone_pristine.mp4")
+    first = next(iter(dataset))
+    source = hf.VideoSource(folder / "carphone_pristine.mp4")
+    frames = np.empty((1, *source.spec.shape), np.uint8)
+    source.read_into(frames)
+    source.close()
+    assert first["frame"] == 0 and first["frames"].shape == (3, *source.spec.shape[:2])
+    assert np.array_equal(first["frames"].permute(1, 2, 0).numpy(), frames[0])
+    shuffled = hf.VideoDataset(folder, shuffle=True, seed=3)
+    orders = []
+    for epoch in (0, 0, 1):
+        shuffled.set_epoch(epoch)
+        orders.append(shuffled.units(4))
+    assert orders[0] == orders[1] != orders[2]
+    assert sorted(orders[0]) == sorted(orders[2]) == sorted(hf.VideoDataset(folder).units(4))
+
+
+def shared_memory() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def test_a_loader_deleted_mid_epoch_leaves_nothing_behind(folder: Path) -> None:
+    before_shm, before_threads = shared_memory(), set(threading.enumerate())
+    loader = DataLoader(hf.VideoDataset(folder, fps=5), batch_size=4, num_workers=2)
+    batches = iter(loader)
+    for _ in range(3):
+        assert next(batches)["frames"].dtype == torch.uint8
+    del batches, loader
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert multiprocessing.active_children() == []
+    left = [t.name for t in set(threading.enumerate()) - before_threads if t.is_alive()]
+    assert not [name for name in left if name.startswith("hf-")]
+    assert shared_memory() - before_shm == set()
+
+
+def test_bad_places_and_clips_are_refused(folder: Path) -> None:
+    with pytest.raises(ValueError, match="need 0 <= rank < world_size"):
+        hf.VideoDataset(folder, rank=2, world_size=2)
+    with pytest.raises(ValueError, match="clip must be 1 or more"):
+        hf.VideoDataset(folder, clip=0)
