@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from fractions import Fraction
 from pathlib import Path
 
 
@@ -38,3 +39,33 @@ def scene_folder() -> Path:
 def present(*paths: Path) -> list[Path]:
     """Those of ``paths`` that exist here, in order."""
     return [p for p in paths if p.is_file()]
+
+
+def encode_bunny(out: Path, *, size: tuple[int, int], frames: int, gop: int) -> Path:
+    """Big Buck Bunny's 132 frames played forwards and back for ``frames`` frames at
+    ``size``, 25 fps, H.264 by x264's ``veryfast`` preset with 3 B-frames (as encoders
+    write them) and a key frame every ``gop`` frames; made once (kept where it is)."""
+    import av  # (the other helpers need no PyAV)
+
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(clip_folder() / "bigbuckbunny.mp4")) as src:
+        decoded = [f.reformat(width=size[0], height=size[1], format="yuv420p")
+                   for f in src.decode(video=0)]  # fmt: skip
+    for frame in decoded:  # a decoded frame's type would force x264's (all P here)
+        frame.pict_type = av.video.frame.PictureType.NONE
+    loop = decoded + decoded[::-1]
+    temp = out.with_suffix(".partial.mp4")
+    with av.open(str(temp), "w") as dst:
+        stream = dst.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
+        stream.options = {"g": str(gop), "keyint_min": str(gop), "sc_threshold": "0",
+                          "preset": "veryfast", "crf": "23", "bf": "3"}  # fmt: skip
+        for k in range(frames):
+            frame = loop[k % len(loop)]
+            frame.pts, frame.time_base = k, Fraction(1, 25)
+            dst.mux(stream.encode(frame))
+        dst.mux(stream.encode(None))
+    temp.rename(out)
+    return out

@@ -37,12 +37,11 @@ import random
 import subprocess
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import av
 
-from clips import clip_folder  # this folder's helper: the real clips
+from clips import encode_bunny  # this folder's helper: the real clips
 
 CACHE = Path("/tmp/hyperframes-sampling")
 REPO = Path(__file__).resolve().parents[1]
@@ -97,26 +96,7 @@ def make_clip(minutes: float, gop: int) -> Path:
     if out.is_file():
         return out
     CACHE.mkdir(parents=True, exist_ok=True)
-    minute = CACHE / f"minute-g{gop}.mp4"
-    if not minute.is_file():
-        with av.open(str(clip_folder() / "bigbuckbunny.mp4")) as src:
-            frames = [f.reformat(width=1920, height=1080, format="yuv420p")
-                      for f in src.decode(video=0)]  # fmt: skip
-        for frame in frames:  # a decoded frame's type would force x264's (all P here)
-            frame.pict_type = av.video.frame.PictureType.NONE
-        loop = frames + frames[::-1]
-        temp = minute.with_suffix(".partial.mp4")
-        with av.open(str(temp), "w") as dst:
-            stream = dst.add_stream("libx264", rate=25)
-            stream.width, stream.height, stream.pix_fmt = 1920, 1080, "yuv420p"
-            stream.options = {"g": str(gop), "keyint_min": str(gop), "sc_threshold": "0",
-                              "preset": "veryfast", "crf": "23", "bf": "3"}  # fmt: skip
-            for k in range(1500):
-                frame = loop[k % len(loop)]
-                frame.pts, frame.time_base = k, Fraction(1, 25)
-                dst.mux(stream.encode(frame))
-            dst.mux(stream.encode(None))
-        temp.rename(minute)
+    minute = encode_bunny(CACHE / f"minute-g{gop}.mp4", size=(1920, 1080), frames=1500, gop=gop)
     temp = out.with_suffix(".partial.mp4")
     with av.open(str(minute)) as src, av.open(str(temp), "w") as dst:
         inp = src.streams.video[0]
