@@ -209,6 +209,8 @@ def test_transcode_fps_at_and_num_frames(work, make_film, capsys):
     times, levels, tracks = shown(out)
     assert times == pytest.approx([k / 10 for k in range(40)], abs=1e-3) and tracks == 2
     assert levels == pytest.approx([2 * int(k * 2.5) for k in range(40)], abs=3)
+    with av.open(str(out)) as container:
+        assert round(float(container.streams.video[0].average_rate)) == 10
     assert main([*base, "--fps", "50"]) == 0  # faster than the input: each frame twice
     times, levels, _ = shown(out)
     assert len(times) == 200 and levels[0::2] == pytest.approx(levels[1::2])

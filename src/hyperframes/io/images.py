@@ -156,7 +156,8 @@ class ImageSequenceSource(Source):
         self.length = len(self.files)
         self.info: dict[str, Any] = {
             "path": os.fspath(pattern_or_dir), "source": "images", "frames": self.length,
-            "rate": str(self.rate / step), "fps": float(self.rate / step),
+            "rate": str(self.sampling.fps or self.rate / step),
+            "fps": float(self.sampling.fps or self.rate / step),
             "time_base": str(1 / self.rate), "width": width, "height": height,
             "bits": 16 if first.dtype == np.uint16 else 8,
             "alpha": first.ndim == 3 and first.shape[2] == 4,

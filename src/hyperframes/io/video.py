@@ -268,6 +268,8 @@ class VideoSource(Source):
         if self.step > 1 and facts.get("rate"):  # every step-th frame: a slower rate
             self.info.update(rate=str(Fraction(facts["rate"]) / self.step),
                              fps=facts["fps"] / self.step)  # fmt: skip
+        if sampling.fps is not None:  # frames at the rate asked for
+            self.info.update(rate=str(sampling.fps), fps=float(sampling.fps))
         self.info.update(
             source_pix_fmt=facts["pix_fmt"],
             frames_estimated=facts["frames_estimated"],
