@@ -41,10 +41,20 @@ def present(*paths: Path) -> list[Path]:
     return [p for p in paths if p.is_file()]
 
 
-def encode_bunny(out: Path, *, size: tuple[int, int], frames: int, gop: int) -> Path:
+def encode_bunny(
+    out: Path,
+    *,
+    size: tuple[int, int],
+    frames: int,
+    gop: int,
+    x264: dict[str, str] | None = None,
+    as_decoded: bool = False,
+) -> Path:
     """Big Buck Bunny's 132 frames played forwards and back for ``frames`` frames at
-    ``size``, 25 fps, H.264 by x264's ``veryfast`` preset with 3 B-frames (as encoders
-    write them) and a key frame every ``gop`` frames; made once (kept where it is)."""
+    ``size``, 25 fps, H.264 with a key frame every ``gop`` frames, by x264's ``veryfast``
+    preset with 3 B-frames (as encoders write them) unless ``x264`` says otherwise; made
+    once (kept where it is). ``as_decoded`` keeps each frame's picture type as decoded,
+    which x264 then codes it as (the key frames benchmark's clips were made so)."""
     import av  # (the other helpers need no PyAV)
 
     if out.is_file():
@@ -53,7 +63,7 @@ def encode_bunny(out: Path, *, size: tuple[int, int], frames: int, gop: int) -> 
     with av.open(str(clip_folder() / "bigbuckbunny.mp4")) as src:
         decoded = [f.reformat(width=size[0], height=size[1], format="yuv420p")
                    for f in src.decode(video=0)]  # fmt: skip
-    for frame in decoded:  # a decoded frame's type would force x264's (all P here)
+    for frame in decoded if not as_decoded else []:  # a decoded type forces x264's (all P)
         frame.pict_type = av.video.frame.PictureType.NONE
     loop = decoded + decoded[::-1]
     temp = out.with_suffix(".partial.mp4")
@@ -61,7 +71,7 @@ def encode_bunny(out: Path, *, size: tuple[int, int], frames: int, gop: int) -> 
         stream = dst.add_stream("libx264", rate=25)
         stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
         stream.options = {"g": str(gop), "keyint_min": str(gop), "sc_threshold": "0",
-                          "preset": "veryfast", "crf": "23", "bf": "3"}  # fmt: skip
+                          "crf": "23", **(x264 or {"preset": "veryfast", "bf": "3"})}  # fmt: skip
         for k in range(frames):
             frame = loop[k % len(loop)]
             frame.pts, frame.time_base = k, Fraction(1, 25)

@@ -27,12 +27,9 @@ import json
 import subprocess
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
-import av
-
-from clips import clip_folder  # this folder's helper: the real clips
+from clips import encode_bunny  # this folder's helper: the real clips
 
 CACHE = Path("/tmp/hyperframes-keyframes")
 FUNCTION = "def mean(frames):\n    return [float(f[::8, ::8].mean()) for f in frames]\n"
@@ -45,29 +42,10 @@ print(kept)
 
 
 def make_clip(minutes: float, size: tuple[int, int], gop: int) -> Path:
-    """The input, made once per set of options."""
+    """The input, made once per set of options (x264 ``ultrafast``, as first measured)."""
     out = CACHE / f"clip-{minutes:g}min-{size[0]}x{size[1]}-g{gop}.mp4"
-    if out.is_file():
-        return out
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with av.open(str(clip_folder() / "bigbuckbunny.mp4")) as src:
-        frames = [f.reformat(width=size[0], height=size[1], format="yuv420p")
-                  for f in src.decode(video=0)]  # fmt: skip
-    loop = frames + frames[::-1]
-    total = int(minutes * 60 * 25)
-    temp = out.with_suffix(".partial.mp4")
-    with av.open(str(temp), "w") as dst:
-        stream = dst.add_stream("libx264", rate=25)
-        stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
-        stream.options = {"g": str(gop), "keyint_min": str(gop), "sc_threshold": "0",
-                          "preset": "ultrafast", "crf": "23"}  # fmt: skip
-        for k in range(total):
-            frame = loop[k % len(loop)]
-            frame.pts, frame.time_base = k, Fraction(1, 25)
-            dst.mux(stream.encode(frame))
-        dst.mux(stream.encode(None))
-    temp.rename(out)
-    return out
+    return encode_bunny(out, size=size, frames=int(minutes * 60 * 25), gop=gop,
+                        x264={"preset": "ultrafast"}, as_decoded=True)  # fmt: skip
 
 
 def timed(argv: list[str]) -> float:

@@ -105,6 +105,16 @@ def _start(work: Path, argv: list[str]) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
+def _kill_once_written(process: subprocess.Popen, out: Path, least: int) -> None:
+    """Kill the run once it kept rows up to sample ``least``."""
+    deadline = time.monotonic() + 60
+    while resume_point(out) < least:
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    process.kill()
+    process.wait(timeout=60)
+
+
 @pytest.mark.parametrize("choice", [["--fps", "10"], ["--at", "times.txt"]])
 def test_a_killed_sampled_run_resumes_to_an_equal_file(work, bikes, choice, capsys):
     rng = np.random.default_rng(51)
@@ -112,13 +122,7 @@ def test_a_killed_sampled_run_resumes_to_an_equal_file(work, bikes, choice, caps
     base = ["map", str(bikes), "sampled_fns:level", "--batch-size", "4", *choice]
     assert main([*base, "--out", "whole.jsonl"]) == 0
     out = work / "killed.jsonl"
-    process = _start(work, [*base, "--out", str(out)])
-    deadline = time.monotonic() + 60
-    while resume_point(out) < 20:
-        assert process.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
-    process.kill()
-    process.wait(timeout=60)
+    _kill_once_written(_start(work, [*base, "--out", str(out)]), out, 20)
     done = resume_point(out)
     assert 0 < done < len(rows(work / "whole.jsonl"))
     capsys.readouterr()
@@ -180,13 +184,7 @@ def test_a_killed_run_over_many_inputs_resumes_mid_file_where_frames_repeat(work
             "--batch-size", "4"]  # fmt: skip
     assert main([*base, "--out", "whole.jsonl"]) == 0
     out = work / "killed.jsonl"
-    process = _start(work, [*base, "--out", str(out)])
-    deadline = time.monotonic() + 60
-    while resume_point(out) < 90:
-        assert process.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
-    process.kill()
-    process.wait(timeout=60)
+    _kill_once_written(_start(work, [*base, "--out", str(out)]), out, 90)
     assert 90 <= resume_point(out) < 600
     assert main([*base, "--out", str(out), "--resume"]) == 0
     assert out.read_bytes() == (work / "whole.jsonl").read_bytes()

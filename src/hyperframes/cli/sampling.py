@@ -106,11 +106,6 @@ def sampling_record(args: argparse.Namespace) -> dict[str, Any]:
     return record
 
 
-def counts_samples(args: argparse.Namespace) -> bool:
-    """Whether a frame can come twice or out of order (``--fps``, ``--at``)."""
-    return args.fps is not None or args.at is not None
-
-
 def is_sampled(args: argparse.Namespace) -> bool:
     """Whether frames are chosen (resumed by sample, not by start)."""
     return (

@@ -31,13 +31,8 @@ def parse_position(text: str) -> int | Seconds:
         ValueError: neither, or a negative or endless one.
     """
     try:
-        if text.endswith("s"):
-            value: int | Seconds = Seconds(float(text[:-1]))
-        elif ":" in text:
-            parts = [float(p) for p in text.split(":")]
-            if len(parts) > 3:
-                raise ValueError(text)
-            value = Seconds(sum(p * 60**k for k, p in enumerate(reversed(parts))))
+        if text.endswith("s") or ":" in text:
+            value: int | Seconds = Seconds(float(seconds_of(text)))
         else:
             value = int(text)
     except ValueError:
@@ -47,6 +42,22 @@ def parse_position(text: str) -> int | Seconds:
     if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
         raise ValueError(f"a position cannot be negative, got {text!r}")
     return value
+
+
+def seconds_of(text: str) -> Fraction:
+    """Seconds exactly as written (``1.2`` is 6/5): ``12.5``, ``12.5s`` or
+    ``[HH:]MM:SS[.mmm]``.
+
+    Raises:
+        ValueError: none of these.
+    """
+    parts = text.strip().removesuffix("s").split(":")
+    if len(parts) > 3:
+        raise ValueError(f"more than hours, minutes and seconds: {text!r}")
+    try:
+        return sum((Fraction(p) * 60**k for k, p in enumerate(reversed(parts))), Fraction(0))
+    except ZeroDivisionError:
+        raise ValueError(f"not a time: {text!r}") from None
 
 
 def frame_range(

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .positions import seconds_of
+
 
 def exact(value: float | str | Fraction) -> Fraction:
     """``value`` as the number it is written as: ``1.2`` is 6/5, not the binary float
@@ -230,15 +232,9 @@ class Sampling:
 
 
 def _time(value: float | str | Fraction) -> Fraction:
-    """Seconds, from a number or from ``[HH:]MM:SS.mmm``."""
+    """Seconds, from a number or from text (``12.5``, ``12.5s``, ``[HH:]MM:SS.mmm``)."""
     try:
-        if isinstance(value, str) and ":" in value:
-            parts = value.strip().split(":")
-            if len(parts) > 3:
-                raise ValueError(value)
-            t = sum((exact(p) * 60**k for k, p in enumerate(reversed(parts))), Fraction(0))
-        else:
-            t = exact(value)
+        t = seconds_of(value) if isinstance(value, str) else exact(value)
     except (ValueError, ZeroDivisionError, TypeError):
         raise ValueError(f"at= takes times in seconds, got {value!r}") from None
     if t < 0:
@@ -259,7 +255,7 @@ def read_times(lines: Sequence[str], where: str) -> list[Fraction]:
         if not text:
             continue
         try:
-            times.append(_time(text[:-1] if text.endswith("s") else text))
+            times.append(_time(text))
         except ValueError:
             raise ValueError(
                 f"{where} line {number}: expected a time in seconds (12.5) or "

@@ -208,6 +208,7 @@ class VideoSource(Source):
             self._first = 0  # the count of the first sample listed (resume_from, restrict)
             self._time_base = Fraction(1)
             self._decodes = 0  # frames the sampled read's decoders gave
+            self._restarts = 0  # its jobs decoded from the first frame (a seek landed past)
             if sampling.sparse:
                 self._sample(container, stream)
                 container.seek(0, backward=True)
@@ -293,7 +294,8 @@ class VideoSource(Source):
             stream.thread_type = "AUTO"
             if not isinstance(self.threads, bool):
                 stream.codec_context.thread_count = int(self.threads)
-        self._container, self._seen, self._decodes, self.skipped = container, 0, 0, []
+        self._container, self._seen, self.skipped = container, 0, []
+        self._decodes = self._restarts = 0
         self._last_time = None
         if self._jobs is not None:
             self._frames = self._sparse()
@@ -377,6 +379,7 @@ class VideoSource(Source):
         if self._decoder is not None:
             self._decoder.close()
             self._decodes += self._decoder.decoded
+            self._restarts += self._decoder.from_top
         if self._container is not None:
             self._container.close()
         self._container, self._frames, self._decoder = None, None, None
@@ -487,6 +490,9 @@ class VideoSource(Source):
             notes["sampling"] = self.sampling.describe()
             if self._jobs is not None or self._wanted is not None:
                 notes["decoded"] = self._decodes + (self._decoder.decoded if self._decoder else 0)
+            if self._restarts:
+                notes["seek"] = (f"{self._restarts} groups of pictures decoded from the first "
+                                 "frame: the seek to their key frame landed past it")  # fmt: skip
             notes["kept"] = self._seen
             asked = self.sampling.num_frames
             if asked is not None and self._wanted is not None and len(self._wanted) < asked:
