@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -119,3 +120,20 @@ def test_bad_places_and_clips_are_refused(folder: Path) -> None:
         hf.VideoDataset(folder, rank=2, world_size=2)
     with pytest.raises(ValueError, match="clip must be 1 or more"):
         hf.VideoDataset(folder, clip=0)
+
+
+def test_a_broken_input_is_left_out_with_a_warning_or_fails(folder: Path, tmp_path: Path):
+    clips = tmp_path / "with_a_broken_one"
+    clips.mkdir()
+    (clips / "bikes.mp4").symlink_to(folder / "bikes.mp4")
+    (clips / "broken.mp4").write_bytes((folder / "bigbuckbunny.mp4").read_bytes()[:300_000])
+    with pytest.warns(UserWarning, match="broken.mp4' is left out of this epoch"):
+        got = [s["frame"] for s in hf.VideoDataset(clips, size=(64, 48), fps=5)]
+    assert got == list(range(0, 250, 5))  # bikes' frames, all of them
+    loader = DataLoader(hf.VideoDataset(clips, size=(64, 48), fps=5), batch_size=8,
+                        num_workers=2)  # fmt: skip
+    with warnings.catch_warnings():  # (the workers, forked here, warn on their stderr)
+        warnings.simplefilter("ignore")
+        assert sum(len(b["frame"]) for b in loader) == 50
+    with pytest.raises(hf.MediaError, match="truncated or damaged"):
+        list(hf.VideoDataset(clips, size=(64, 48), fps=5, on_error="fail"))

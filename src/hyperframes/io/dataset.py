@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import os
 import random
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .inputs import Input, expand
 from .tensors import import_torch
-from .video_files import open_item
+from .video_files import READ_ERRORS, OnError, open_item
 
 torch = import_torch()
 IterableDataset: Any = torch.utils.data.IterableDataset
@@ -49,6 +50,9 @@ class VideoDataset(IterableDataset):
         shuffle: permute the units (inputs, or runs of one) each epoch, by ``seed`` and
             the epoch, the same in every worker and rank.
         seed: the shuffle's seed.
+        on_error: an input that cannot be opened or read: ``"skip"`` leaves it (or what
+            is left of it) out of the epoch with a warning that names it and says why;
+            ``"fail"`` raises, which ends the loader's epoch.
         rank, world_size: this process's place among the job's ranks; by default
             ``torch.distributed``'s where it is set up, else ``$RANK`` and
             ``$WORLD_SIZE``, else 0 of 1.
@@ -68,6 +72,7 @@ class VideoDataset(IterableDataset):
         size: tuple[int, int] | None = None,
         shuffle: bool = False,
         seed: int = 0,
+        on_error: OnError = "skip",
         rank: int | None = None,
         world_size: int | None = None,
         **source_options: Any,
@@ -75,6 +80,9 @@ class VideoDataset(IterableDataset):
         super().__init__()
         if isinstance(clip, bool) or int(clip) < 1:
             raise ValueError(f"clip must be 1 or more frames, got {clip!r}")
+        if on_error not in ("skip", "fail"):
+            raise ValueError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
+        self.on_error = on_error
         self.inputs: list[Input] = expand(inputs)
         self.clip, self.size, self.shuffle, self.seed = int(clip), size, shuffle, seed
         self.rank, self.world_size = _place(rank, world_size)
@@ -101,7 +109,14 @@ class VideoDataset(IterableDataset):
         shards = workers * self.world_size
         shard = self.rank * workers + worker
         for k, part, parts in self.units(shards)[shard::shards]:
-            yield from self._read(self.inputs[k], part, parts)
+            try:
+                yield from self._read(self.inputs[k], part, parts)
+            except READ_ERRORS as exc:
+                if self.on_error == "fail":
+                    raise
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                warnings.warn(f"{self.inputs[k].path!r} is left out of this epoch ({reason}); "
+                              "on_error='fail' stops instead", stacklevel=2)  # fmt: skip
 
     def _read(self, item: Input, part: int, parts: int) -> Iterator[dict[str, Any]]:
         """The samples of run ``part`` of ``parts`` of ``item``."""
