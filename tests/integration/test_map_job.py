@@ -225,6 +225,8 @@ def test_a_resume_of_another_job_is_refused_naming_what_differs(model, bikes, cl
     again = ["map", str(bikes), "mymodel:brightness", "--out", str(out), "--resume"]
     assert main([*again, "--every", "2"]) == 1
     assert "options" in capsys.readouterr().err
+    assert main([*again, "--colour", "fast"]) == 1  # it began with FFmpeg's, the default
+    assert "'colour': 'ffmpeg'" in capsys.readouterr().err  # (a job of 0.6: --colour fast)
     other = ["map", str(clip_path("carphone_pristine.mp4")), *again[2:]]
     assert main(other) == 1
     assert "input" in capsys.readouterr().err

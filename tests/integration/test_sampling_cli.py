@@ -233,7 +233,7 @@ def test_pack_and_analyze_take_a_sampling(work, bikes, capsys):
     expected = [played_at(times, Fraction(k, 2)) for k in range(20)]
     with hf.FrameStore(store) as held:
         assert len(held) == 20  # numbered 0, 1, 2...: the samples, each the frame asked for
-        reference = hf.VideoSource(bikes, colour="fast")
+        reference = hf.VideoSource(bikes)
         frames = np.empty((250, *reference.spec.shape), np.uint8)
         reference.read_into(frames)
         for k in (0, 7, 19):

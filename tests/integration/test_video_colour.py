@@ -1,5 +1,6 @@
-"""VideoSource colour conversion: colour="ffmpeg" is FFmpeg's own rgb24, pixel for pixel;
-the default fast path differs from it by what the docstring says (bigbuckbunny, bikes).
+"""VideoSource colour conversion: colour="ffmpeg" (the default) is FFmpeg's own rgb24,
+pixel for pixel; the fast path differs from it by what the docstring says (bigbuckbunny,
+bikes).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def test_fast_colour_differs_as_documented(
     clip_path: Callable[[str], Path], name: str, largest: int, mean: float
 ) -> None:
     path = clip_path(name)
-    diff = np.abs(source_frames(path).astype(np.int16) - pyav_frames(path, "rgb24"))
+    fast = source_frames(path, colour="fast")
+    diff = np.abs(fast.astype(np.int16) - pyav_frames(path, "rgb24"))
     assert int(diff.max()) == largest
     assert float(diff.mean()) == pytest.approx(mean, abs=0.01)
     doc = " ".join((convert_module.__doc__ or "").split())  # the figures the note states
@@ -77,8 +79,8 @@ def test_unknown_colour_is_refused(synthetic_mp4: Path) -> None:
 
 
 def test_the_cli_takes_ffmpeg_colour(synthetic_mp4: Path, tmp_path: Path, monkeypatch) -> None:
-    """``map --colour ffmpeg``: the function sees FFmpeg's pixels (a model's baseline's);
-    by default the fast conversion's, which differ."""
+    """``map``: the function sees FFmpeg's pixels (a model's baseline's), by default and
+    with ``--colour ffmpeg``; ``--colour fast`` gives OpenCV's, which differ."""
     import json
 
     from hyperframes.cli import main
@@ -89,9 +91,10 @@ def test_the_cli_takes_ffmpeg_colour(synthetic_mp4: Path, tmp_path: Path, monkey
     monkeypatch.syspath_prepend(str(tmp_path))
     want = [int(f.astype(np.int64).sum()) for f in pyav_frames(synthetic_mp4, "rgb24")]
     got = {}
-    for colour in ("ffmpeg", "fast"):
+    for colour in ("ffmpeg", "fast", None):
         out = tmp_path / f"{colour}.jsonl"
+        chosen = [] if colour is None else ["--colour", colour]
         assert main(["map", str(synthetic_mp4), "sums_fn:sums", "--out", str(out),
-                     "--colour", colour]) == 0  # fmt: skip
+                     *chosen]) == 0  # fmt: skip
         got[colour] = [json.loads(line)["value"] for line in out.read_text().splitlines()]
-    assert got["ffmpeg"] == want and got["fast"] != want
+    assert got["ffmpeg"] == want == got[None] and got["fast"] != want

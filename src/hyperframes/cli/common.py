@@ -40,9 +40,9 @@ def add_function_options(p: argparse.ArgumentParser) -> None:
         help="how answers compare for --reuse-target: equal, boxes[:IOU], count, psnr[:DB]",
     )  # fmt: skip
     p.add_argument(
-        "--colour", choices=("fast", "ffmpeg"), default="fast",
-        help="a video's RGB: fast (OpenCV; within 1-3 levels of FFmpeg's, 1.2-2.3x as fast) "
-        "or ffmpeg (FFmpeg's own, bit for bit, as PyAV and torchcodec give it)",
+        "--colour", choices=("ffmpeg", "fast"), default="ffmpeg",
+        help="a video's RGB: ffmpeg (FFmpeg's own, bit for bit, as PyAV and torchcodec give "
+        "it; the default) or fast (OpenCV; within 1-3 levels of FFmpeg's)",
     )  # fmt: skip
 
 

@@ -183,10 +183,12 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
 
 
 def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
-    """The options among ``names`` given other than as their defaults: a job records them
-    only then, so the records of runs made before they existed resume as they were."""
-    defaults = {"rate": None, "colour": "fast"}
-    return {n: getattr(args, n) for n in names if getattr(args, n) != defaults[n]}
+    """The options among ``names`` that differ from what runs made before they existed
+    used: a job records them only then, so those runs' records resume as they were (one
+    made before FFmpeg's colour was the default is refused now unless ``--colour fast``
+    asks for the colour it began with)."""
+    before = {"rate": None, "colour": "fast"}
+    return {n: getattr(args, n) for n in names if getattr(args, n) != before[n]}
 
 
 def recorded_inputs(out: Path) -> list[dict[str, Any]] | None:

@@ -54,7 +54,7 @@ class TranscodeJob:
     chunks: int | None = None
     batch_size: int | None = None
     rate: str | None = None
-    colour: Colour = "fast"
+    colour: Colour = "ffmpeg"
     keyframes: bool = False
     fps: str | None = None
     at: str | None = None

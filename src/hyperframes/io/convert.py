@@ -2,22 +2,23 @@
 the rotation a :class:`~hyperframes.io.video.VideoSource` gives.
 
 Note:
-    Colour conversion can cost more than decoding. By default (``colour="fast"``) the 4:2:0
-    planes of ``yuv420p`` input tagged BT.601 or untagged (what swscale also treats as
-    BT.601) are converted to rgb24/rgba with ``cv2.cvtColor(COLOR_YUV2RGB_I420)``: 1.0-2.0x
-    the rate of FFmpeg's swscale (``to_ndarray(format="rgb24")``) for the conversion alone,
-    1.3-3.5x for decoding and converting together, on 720p and 640x272 H.264 on 2 busy cores
-    (``benchmarks/colour.py``). Both use the BT.601 limited-range matrix with the same
-    (nearest) chroma, but their pixels differ: by 1 or 2 levels on most of them (more than
-    99.4 % are within 2), because swscale's integer arithmetic comes out about 1 level
-    darker than the exact formula (mean 1.08-1.18 levels off it, OpenCV 0.04-0.05): the two
-    differ by a mean 1.03 levels on bigbuckbunny and 1.15 on bikes, and by up to 16 levels
-    on a few pixels darker than video black (Y below 16, which OpenCV clamps to black before
-    adding the chroma and swscale does not): the maximum is 16 on bigbuckbunny and 3 on
-    bikes (``docs/colour.md``). Pass ``colour="ffmpeg"`` for FFmpeg's own conversion, pixel
-    for pixel what ``frame.to_ndarray(format="rgb24")`` gives. Other inputs (BT.709-tagged,
-    full-range ``yuvj420p``, 4:2:2, 4:4:4, odd sizes) and ``pix_fmt="gray"`` always go
-    through swscale.
+    RGB is FFmpeg's by default (``colour="ffmpeg"``): swscale converts every frame, pixel
+    for pixel what ``frame.to_ndarray(format="rgb24")`` gives (and so PyAV, torchcodec and
+    OpenCV's FFmpeg backend), from one context kept from frame to frame
+    (:class:`~hyperframes.io.swscale.Swscale`). In a whole decode that is as fast as
+    OpenCV's conversion: ``colour="fast"`` ran at 0.96-1.00x its rate, decoding and
+    converting 640x272, 720p and 1080p H.264 on 2 busy cores (``benchmarks/colour.py``).
+    ``colour="fast"`` converts the 4:2:0 planes of ``yuv420p`` input tagged BT.601 or
+    untagged with ``cv2.cvtColor(COLOR_YUV2RGB_I420)`` instead: 1.1-1.3x swscale's rate for
+    the conversion alone. Both use the BT.601 limited-range matrix with the same (nearest)
+    chroma, but their pixels differ: by 1 or 2 levels on most of them (more than 99.4 % are
+    within 2), because swscale's integer arithmetic comes out about 1 level darker than the
+    exact formula (mean 1.08-1.18 levels off it, OpenCV 0.04-0.05): the two differ by a mean
+    1.03 levels on bigbuckbunny and 1.15 on bikes, and by up to 16 levels on a few pixels
+    darker than video black (Y below 16, which OpenCV clamps to black before adding the
+    chroma and swscale does not): the maximum is 16 on bigbuckbunny and 3 on bikes
+    (``docs/colour.md``). Other inputs (BT.709-tagged, full-range ``yuvj420p``, 4:2:2,
+    4:4:4, odd sizes) and ``pix_fmt="gray"`` always go through swscale.
 
     A stream whose frame size changes part-way (a concatenated MPEG-TS, a live recording)
     is an error unless ``size=(W, H)`` asks for every frame at one size; then each frame is
@@ -41,6 +42,7 @@ from ..errors import FrameError, MediaError
 from ..frames import FrameSpec, describe_shape
 from .formats import CHANNELS, PixFmt, cv_into, i420_spec
 from .layouts import TAGS, Layout
+from .swscale import Swscale
 from .yuv import resize_frame_into
 
 _I420_TO = {"rgb24": cv2.COLOR_YUV2RGB_I420, "rgba": cv2.COLOR_YUV2RGBA_I420}
@@ -71,7 +73,7 @@ class FrameConverter:
         path: the video (for messages).
         pix_fmt: the frames out (``"rgb24"``, ``"rgba"``, ``"gray"``, ``"yuv420p"`` or
             ``"native"`` planes, then ``native`` is their layout).
-        colour: ``"fast"`` (OpenCV for BT.601 4:2:0) or ``"ffmpeg"`` (swscale).
+        colour: ``"ffmpeg"`` (swscale) or ``"fast"`` (OpenCV for BT.601 4:2:0).
         stream_size: ``(width, height)`` the stream declares.
         out_size: ``(width, height)`` of the frames out (after they are turned upright).
         turns: quarter turns that make frames upright.
@@ -96,6 +98,7 @@ class FrameConverter:
         # the size frames are decoded at, before they are turned upright
         self._decoded_size = turned(out_size, turns)
         self._scratch: np.ndarray | None = None
+        self._swscale: Swscale | None = None
         self._unturned: np.ndarray | None = None
         self._tags: tuple[int, ...] | None = None  # the first frame's colour tags (planes)
 
@@ -189,4 +192,6 @@ class FrameConverter:
             shape = (frame.height, frame.width, CHANNELS[self.pix_fmt])
             cv_into(dst, shape, cv2.cvtColor, frame.to_ndarray(), code)
         else:
-            assign(dst, frame.to_ndarray(format=self.pix_fmt))
+            if self._swscale is None:
+                self._swscale = Swscale(self.pix_fmt)
+            self._swscale.convert_into(frame, dst)

@@ -8,13 +8,14 @@ frame rate survives a round trip.
 
 Example:
     >>> source = VideoSource("in.mp4", pix_fmt="rgb24", start=100, stop=400)  # doctest: +SKIP
-    >>> same_as_ffmpeg = VideoSource("in.mp4", colour="ffmpeg")  # doctest: +SKIP
+    >>> opencv_colour = VideoSource("in.mp4", colour="fast")  # doctest: +SKIP
 
-Colour conversion can cost more than decoding: by default (``colour="fast"``) BT.601 4:2:0
-input goes through OpenCV, 1.3-3.5x FFmpeg's swscale for decoding and converting
-together, within 1-2 levels of it; ``colour="ffmpeg"`` gives swscale's pixels exactly. A
-stream whose frame size changes part-way is an error unless ``size=(W, H)`` resizes every
-frame. Both are done in :mod:`~hyperframes.io.convert`, which says how.
+RGB is FFmpeg's own by default (``colour="ffmpeg"``): pixel for pixel what PyAV, torchcodec
+and OpenCV's FFmpeg backend give, from one swscale context kept from frame to frame.
+``colour="fast"`` converts BT.601 4:2:0 input with OpenCV instead, within 1-3 levels of
+it: faster for the conversion alone, about as fast in a whole decode. A stream whose frame
+size changes part-way is an error unless ``size=(W, H)`` resizes every frame. Both are
+done in :mod:`~hyperframes.io.convert`, which says how.
 
 Longer than 300 lines: VideoSource's seeking, rate, corruption policy, conversions and
 size changes interact frame by frame.
@@ -100,11 +101,11 @@ class VideoSource(Source):
             ``INTER_AREA``, or swscale's for ``"yuv420p"`` at other than whole ratios); by
             default frames keep the stream's size, and a frame of another size (the size
             changed part-way through the stream) raises :class:`MediaError`.
-        colour: how yuv420p becomes ``"rgb24"`` or ``"rgba"``: ``"fast"`` uses OpenCV for
-            BT.601 input (0-2 levels from FFmpeg's result on nearly every pixel, about 1
-            on average, up to 16 below video black; see the module's note), ``"ffmpeg"``
-            uses FFmpeg's swscale for every frame, exactly as
-            ``frame.to_ndarray(format="rgb24")`` does.
+        colour: how yuv420p becomes ``"rgb24"`` or ``"rgba"``: ``"ffmpeg"`` (the
+            default) uses FFmpeg's swscale for every frame, exactly as
+            ``frame.to_ndarray(format="rgb24")`` does; ``"fast"`` uses OpenCV for BT.601
+            input (0-2 levels from FFmpeg's result on nearly every pixel, about 1 on
+            average, up to 16 below video black; see :mod:`~hyperframes.io.convert`).
         rotation: what to do with a rotation tag (the display matrix phones write):
             ``"apply"`` turns every frame upright, as players show it (``spec`` and
             ``size`` are then the upright frame's); ``"keep"`` gives the frames as coded
@@ -164,7 +165,7 @@ class VideoSource(Source):
         on_corrupt: OnCorrupt = "fail",
         threads: bool | int = True,
         size: tuple[int, int] | None = None,
-        colour: Colour = "fast",
+        colour: Colour = "ffmpeg",
         rotation: Rotation | None = None,
         step: int = 1,
         keyframes: bool = False,

@@ -85,7 +85,7 @@ class VideoFiles(Source):
         pix_fmt: PixFmt = "rgb24",
         step: int = 1,
         on_corrupt: OnCorrupt = "fail",
-        colour: Colour = "fast",
+        colour: Colour = "ffmpeg",
         keyframes: bool = False,
         fps: float | str | Fraction | None = None,
         at: Sequence[float | str | Fraction] | None = None,
