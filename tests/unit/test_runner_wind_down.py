@@ -113,3 +113,35 @@ def test_an_empty_run_opens_the_sink_with_the_declared_shape():
         .run()
     )
     assert sink.spec == spec and sink.closed == [True]
+
+
+class SlowSink(Sink):
+    """Takes its time over every batch, so finished batches queue up before it."""
+
+    def __init__(self):
+        self.ids, self.closed = [], None
+
+    def write(self, frames, index, meta):
+        time.sleep(0.05)
+        self.ids.extend(int(i) for i in index)
+
+    def close(self, *, ok):
+        self.closed = ok
+
+
+def test_batches_finished_before_a_failure_still_reach_the_sink():
+    """A function that fails at frame 20 of batches of 4: the five batches it finished
+    before are written, in order, however far behind the sink was; then the run fails
+    and the sink is closed as failed."""
+
+    def fails_at_20(frames):
+        if int(frames[:, 0, 0, 0].max()) >= 20:
+            raise RuntimeError("stopped on purpose")
+        return frames
+
+    frames = np.arange(40, dtype=np.uint8)[:, None, None, None] * np.ones((1, 2, 2, 3), np.uint8)
+    sink = SlowSink()
+    pipeline = hf.Pipeline.from_frames(frames, batch_size=4).map(fails_at_20).to(sink)
+    with pytest.raises(RuntimeError, match="stopped on purpose"):
+        pipeline.run()
+    assert sink.ids == list(range(20)) and sink.closed is False

@@ -3,7 +3,8 @@
 A :class:`Channel` carries batch handles from one stage to the next. It is
 bounded (a full channel blocks the producer), closes with an end marker that
 every consumer sees, and can be cancelled, which wakes every blocked thread
-with :class:`~hyperframes.errors.Cancelled`. Nobody polls: waits block on a
+with :class:`~hyperframes.errors.Cancelled`, or stopped, which refuses producers
+the same way but lets consumers drain it. Nobody polls: waits block on a
 condition variable.
 
 Example:
@@ -46,6 +47,7 @@ class Channel:
         self._cond = threading.Condition()
         self._closed = False
         self._cancelled = False
+        self._stopped = False
         self.high_water = 0
 
     def __len__(self) -> int:
@@ -55,9 +57,9 @@ class Channel:
     def put(self, item: Any) -> None:
         """Append ``item``, blocking while the channel is full."""
         with self._cond:
-            while len(self._items) >= self.capacity and not self._cancelled:
+            while len(self._items) >= self.capacity and not self._cancelled and not self._stopped:
                 self._cond.wait()
-            if self._cancelled:
+            if self._cancelled or self._stopped:
                 raise Cancelled("the pipeline stopped")
             if self._closed:
                 raise RuntimeError("put() on a closed channel")
@@ -82,6 +84,14 @@ class Channel:
         """No more items will come; consumers get :data:`END` after the last one."""
         with self._cond:
             self._closed = True
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        """Take no more items (a producer gets :class:`Cancelled`), but let consumers take
+        those it holds, then :data:`END`: what was finished before a failure still gets
+        where it was going."""
+        with self._cond:
+            self._stopped = self._closed = True
             self._cond.notify_all()
 
     def cancel(self) -> None:

@@ -170,8 +170,9 @@ class Runner:
             if self._error is None and not isinstance(exc, Cancelled):
                 self._error = exc
         self.stopped.set()
-        for ch in self.channels:
+        for ch in self.channels[:-1]:
             ch.cancel()
+        self.channels[-1].stop()  # the sink still writes the batches finished before it
         for pool in self.pools():
             pool.cancel()
 
@@ -277,8 +278,9 @@ class Runner:
                 for t in threads:
                     t.start()
                 delivered = self._sink_loop(start)
-                self._sink_open = False
-                output = self.sink.close(ok=True)
+                if not self.stopped.is_set():
+                    self._sink_open = False
+                    output = self.sink.close(ok=True)
             except BaseException as exc:
                 self._fail(exc)
             finally:
@@ -384,6 +386,8 @@ class Runner:
                     note = ", ".join(n for n in notes if n)
                     self.progress(Progress(delivered, total, elapsed, slowest(self.stats), note))
             stats.add(frames=item.count, busy=time.perf_counter() - t1, wait_in=t1 - t0)
+        if self.stopped.is_set():  # (a failure: the batches finished before it are written)
+            return delivered
         if len(self.reorder):
             raise RuntimeError(f"internal error: {len(self.reorder)} batches never came in order")
         if not self._sink_open:  # no frames at all: the sink still opens and closes

@@ -8,10 +8,9 @@ planes' samples one plane after another (Y, then U, then V), ``uint8`` or (10-bi
 layout) and flat otherwise. :meth:`Layout.planes` cuts such an array into plane views.
 
 :func:`to_rgb` converts one such frame to ``rgb24`` exactly as
-:class:`~hyperframes.io.video.VideoSource` converts the decoder's frame (OpenCV for
-BT.601 or untagged limited-range ``yuv420p`` at an even size, FFmpeg's swscale
-otherwise, with the frame's colour tags), so a store of planes reads back as the same RGB
-a pack of RGB frames would have held.
+:class:`~hyperframes.io.video.VideoSource` converts the decoder's frame by default
+(FFmpeg's swscale, with the frame's colour tags), so a store of planes reads back as the
+same RGB a pack of RGB frames would have held.
 
 Example:
     >>> layout = Layout.of("yuv420p", 1280, 720)
@@ -25,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import av
-import cv2
 import numpy as np
 
 from ..errors import FrameError
 from ..frames import FrameSpec
+from .swscale import swscale_of
 
 #: name -> (chroma width shift, chroma height shift, planes, bytes per sample)
 NATIVE: dict[str, tuple[int, int, int, int]] = {
@@ -41,9 +40,6 @@ NATIVE: dict[str, tuple[int, int, int, int]] = {
     "gray10le": (0, 0, 1, 2),
 }  # fmt: skip
 """The decoder layouts kept as planes (others are converted to RGB)."""
-
-#: AVColorSpace values swscale converts with the BT.601 matrix: unspecified, BT470BG, SMPTE170M.
-BT601 = frozenset({2, 5, 6})
 
 
 @dataclass(frozen=True)
@@ -184,8 +180,8 @@ def encodable_twin(name: str, formats: set[str]) -> str | None:
 
 
 def to_rgb(frame: np.ndarray, layout: Layout, tags: dict[str, Any]) -> np.ndarray:
-    """One planar frame as ``(H, W, 3)`` rgb24, as :class:`VideoSource` converts it."""
-    even = layout.width % 2 == 0 and layout.height % 2 == 0
-    if layout.name == "yuv420p" and even and tags.get("colorspace", 2) in BT601:
-        return cv2.cvtColor(frame.reshape(layout.shape), cv2.COLOR_YUV2RGB_I420)
-    return layout.to_frame(frame, tags).to_ndarray(format="rgb24")
+    """One planar frame as ``(H, W, 3)`` rgb24, as :class:`VideoSource` converts it by
+    default (FFmpeg's swscale)."""
+    rgb = np.empty((layout.height, layout.width, 3), np.uint8)
+    swscale_of("rgb24").convert_into(layout.to_frame(frame, tags), rgb)
+    return rgb

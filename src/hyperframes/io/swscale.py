@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import os
+import threading
 
 import av
 import numpy as np
@@ -64,3 +65,14 @@ def _refused(shape: tuple[int, ...], dtype: np.dtype, dst: np.ndarray) -> FrameE
         f"cannot write a decoded {describe_shape(shape, dtype)} frame into a slot of "
         f"{describe_shape(dst.shape, dst.dtype)}; every frame must have the slot's shape"
     )
+
+
+_KEPT = threading.local()
+
+
+def swscale_of(pix_fmt: str) -> Swscale:
+    """This thread's :class:`Swscale` to ``pix_fmt`` (made at its first use)."""
+    kept = _KEPT.__dict__.setdefault("converters", {})
+    if pix_fmt not in kept:
+        kept[pix_fmt] = Swscale(pix_fmt)
+    return kept[pix_fmt]
