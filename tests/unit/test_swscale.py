@@ -1,6 +1,6 @@
 """Swscale: FFmpeg's conversion into an array is ``to_ndarray``'s, bit for bit, at every
-size (slices on threads or not), from every input layout and colour tag, frame after
-frame from one kept context; a slot of another size is refused."""
+size, from every input layout and colour tag, frame after frame from one kept context; a
+slot of another size is refused."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hyperframes.errors import FrameError
-from hyperframes.io.swscale import PIXELS_A_THREAD, Swscale
+from hyperframes.io.swscale import Swscale
 
 
 def frames_of(fmt: str, width: int, height: int, count: int = 3) -> list[av.VideoFrame]:
@@ -48,10 +48,6 @@ def test_odd_sizes_and_tags_too() -> None:
     for frame in frames_of("yuv444p", 63, 45):
         convert.convert_into(frame, out)
         np.testing.assert_array_equal(out, frame.to_ndarray(format="rgb24"))
-
-
-def test_large_frames_are_cut_into_slices() -> None:
-    assert 1280 * 720 // PIXELS_A_THREAD == 2 and 640 * 272 // PIXELS_A_THREAD == 0
 
 
 def test_a_slot_of_another_size_is_refused() -> None:

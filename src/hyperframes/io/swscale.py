@@ -3,10 +3,13 @@ frame to frame (:class:`Swscale`).
 
 ``frame.to_ndarray(format="rgb24")``, what PyAV, torchcodec and OpenCV's FFmpeg backend
 give, makes a new swscale context for every frame (its set-up, and a pool of threads of
-its own) and then a new array. :class:`Swscale` keeps one context, lets it cut large
-frames into slices on several threads, and copies the result into the array it is given:
-the same pixels, bit for bit (``tests/unit/test_swscale.py``), at 1.1-1.5x the rate of
-``to_ndarray`` on 640x272, 720p and 1080p frames (``benchmarks/colour.py``).
+its own) and then a new array. :class:`Swscale` keeps one context, converts on the
+calling thread and copies the result into the array it is given: the same pixels, bit
+for bit (``tests/unit/test_swscale.py``), at 1.1-1.5x the rate of ``to_ndarray`` on
+640x272, 720p and 1080p frames (``benchmarks/colour.py``). Slices on threads of its own
+were slower beside a decoder's threads (a whole 720p decode: 657 frames/s against 708 on
+one thread; 1080p: 294 against 314), and threads started in a ``DataLoader``'s forked
+worker hung there once.
 
 Example:
     >>> import av
@@ -19,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import threading
 
 import av
@@ -28,10 +30,6 @@ from av.video.reformatter import VideoReformatter
 
 from ..errors import FrameError
 from ..frames import describe_shape
-
-PIXELS_A_THREAD = 640 * 720
-"""Pixels a swscale thread is worth: at 1280x720, two threads converted faster than one;
-at 640x272 one did (the threads' start costs more than they save)."""
 
 
 class Swscale:
@@ -42,7 +40,6 @@ class Swscale:
     def __init__(self, pix_fmt: str) -> None:
         self.pix_fmt = pix_fmt
         self._reformatter = VideoReformatter()
-        self._cores = os.cpu_count() or 1
 
     def convert_into(self, frame: av.VideoFrame, dst: np.ndarray) -> None:
         """Write ``frame`` in :attr:`pix_fmt` (a format of one plane: ``rgb24``, ``rgba``,
@@ -54,8 +51,7 @@ class Swscale:
         height, width = frame.height, frame.width
         if dst.shape[:2] != (height, width):
             raise _refused((height, width, *dst.shape[2:]), dst.dtype, dst)
-        threads = max(1, min(self._cores, width * height // PIXELS_A_THREAD))
-        out = self._reformatter.reformat(frame, format=self.pix_fmt, threads=threads)
+        out = self._reformatter.reformat(frame, format=self.pix_fmt, threads=1)
         rows = np.frombuffer(memoryview(out.planes[0]), dst.dtype).reshape(height, -1)
         dst[...] = rows[:, : dst.size // height].reshape(dst.shape)  # (row padding left out)
 
