@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -239,17 +239,36 @@ class FrameStore:
         return self.get_frame_at(key)
 
     def __iter__(self) -> Iterator[np.ndarray]:
-        """Every frame in order; the next hyperframe decodes while this one is used."""
+        """Every frame in order (:meth:`frames`)."""
+        return self.frames()
+
+    def frames(self, start: int = 0, stop: int | None = None) -> Generator[np.ndarray, None, None]:
+        """Frames ``start..stop-1`` in order, each hyperframe decoded once, the next one
+        while this one's frames are used (two hyperframes decoded at most are held).
+
+        Raises:
+            IndexError: the range is not within ``0..len(store)``.
+        """
+        n = len(self)
+        stop = n if stop is None else stop
+        if not 0 <= start <= stop <= n:
+            raise IndexError(f"range {start}..{stop} is not within 0..{n} (half-open)")
+        return self._frames(start, stop)
+
+    def _frames(self, start: int, stop: int) -> Generator[np.ndarray, None, None]:
+        if start == stop:
+            return
+        first, last = self.groups.group_of(start), self.groups.group_of(stop - 1)
         pool = ThreadPoolExecutor(1, thread_name_prefix="hf-store-iter")
         try:
-            count = len(self.groups)
-            ahead = pool.submit(self._load_group, 0) if count else None
-            for g in range(count):
-                assert ahead is not None
+            ahead = pool.submit(self._load_group, first)
+            for g in range(first, last + 1):
                 frames = ahead.result()
-                ahead = pool.submit(self._load_group, g + 1) if g + 1 < count else None
-                for frame in frames:
-                    yield self._out(frame)
+                if g < last:
+                    ahead = pool.submit(self._load_group, g + 1)
+                a, b = self.groups.span(g)
+                for i in range(max(a, start), min(b, stop)):
+                    yield self._out(frames[i - a])
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 

@@ -1,9 +1,11 @@
 """``StoreSource``: a store's frames as a pipeline source (for unpacking and reprocessing).
 
-The source holds no store open between runs: :meth:`StoreSource.open` opens it and
-starts at ``start`` again, :meth:`StoreSource.close` closes it, so one source serves run
-after run, and :meth:`StoreSource.for_run` gives every run its own reader (LMDB readers
-in one process share one environment), so several runs may read one store at once.
+The source reads in order, each hyperframe decoded once and the next one while this
+one's frames are handed on (:meth:`FrameStore.frames`). It holds no store open between
+runs: :meth:`StoreSource.open` opens it and starts at ``start`` again,
+:meth:`StoreSource.close` closes it, so one source serves run after run, and
+:meth:`StoreSource.for_run` gives every run its own reader (LMDB readers in one process
+share one environment), so several runs may read one store at once.
 While a run goes, :meth:`StoreSource.figures` reports the store's cache tiers (hot, warm,
 cold: hits, misses, bytes) to monitors.
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
@@ -62,12 +65,14 @@ class StoreSource(Source):
         self.length = end - start
         self.info.update(frames=self.length, store=str(path))
         self._store: FrameStore | None = None
+        self._frames: Generator[np.ndarray, None, None] | None = None
         self._figures = SourceFigures()  # the last run's, once its store is closed
 
     def for_run(self) -> Source:
         """A copy with its own reader and position, so several runs may read at once."""
         run = copy.copy(self)
         run._store, run._next, run._figures = None, self.start, SourceFigures()
+        run._frames = None
         run.info = dict(self.info)
         return run
 
@@ -86,6 +91,7 @@ class StoreSource(Source):
                 f"{self.stop} this source reads; make a new StoreSource"
             )
         self._store, self._next = store, self.start
+        self._frames = store.frames(self.start, self.stop)
 
     def read_into(self, out: np.ndarray) -> Chunk:
         """The next frames; opens the store first if :meth:`open` was not called."""
@@ -97,7 +103,9 @@ class StoreSource(Source):
         if count <= 0:
             return Chunk(np.empty(0, np.int64))
         a, b = self._next, self._next + count
-        out[:count] = store.get_frames_in_range(a, b)
+        assert self._frames is not None
+        for k in range(count):
+            out[k] = next(self._frames)
         self._next = b
         meta: dict[str, np.ndarray] = {}
         pts = store.groups.pts[a:b]
@@ -117,6 +125,9 @@ class StoreSource(Source):
         if store is not None:
             self._figures = SourceFigures(cache=store.cache_tiers())  # before it goes
             self._store = None
+            if self._frames is not None:  # (its read-ahead thread ends with it)
+                self._frames.close()
+                self._frames = None
             store.close()
 
     def __repr__(self) -> str:
