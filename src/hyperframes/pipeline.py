@@ -415,7 +415,9 @@ class Pipeline:
             160
         """
         convert = None if tensors is None else tensors.of
-        return Batches(lambda sink: self.to(sink).run(**run_options), meta=meta, convert=convert)
+        keeps = tensors is None or tensors.views
+        return Batches(lambda sink: self.to(sink).run(**run_options), meta=meta, convert=convert,
+                       keeps=keeps)  # fmt: skip
 
     def collect(self, **run_options: Any) -> np.ndarray:
         """Run and return every output frame as one ``(N, *shape)`` array (short inputs only)."""

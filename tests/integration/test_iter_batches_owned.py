@@ -115,6 +115,20 @@ def test_batches_as_float_nchw_tensors(torch) -> None:
     assert seen == COUNT
 
 
+def test_a_loop_given_tensors_of_its_own_keeps_no_slot(torch) -> None:
+    """Float tensors are copies: the plan leaves out the slots a loop that keeps views
+    would hold, and every batch still comes right, none of them a copy of a copy."""
+    float_run = pipeline().iter_batches(tensors=hf.Tensors())
+    kept = list(float_run)
+    views_run = pipeline().iter_batches(tensors=hf.Tensors(dtype="uint8"))
+    for _ in views_run:
+        pass
+    assert float_run.report.pool_slots == views_run.report.pool_slots - KEPT_VIEWS  # a pool
+    assert float_run.copies == 0 and len(kept) == -(-COUNT // 8)
+    for ids, x in kept:
+        assert torch.equal(x[:, 0, 0, 0], torch.from_numpy(((ids % 251 + 1) % 256) / 255).float())
+
+
 def test_uint8_tensors_are_views_the_loop_owns(torch) -> None:
     kept = [(ids, x) for ids, x in pipeline(2).iter_batches(tensors=hf.Tensors(dtype="uint8"))]
     assert all(x.dtype == torch.uint8 and tuple(x.shape[1:]) == (3, 16, 24) for _, x in kept)

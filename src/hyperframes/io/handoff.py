@@ -9,7 +9,9 @@ moved on and kept nothing of it: the common loop). A loop that keeps batches (a 
 prefetch queue, ``torch.from_numpy``) keeps them right: the slots of up to
 :data:`KEPT_VIEWS` kept batches stay out of the pool (the run's plan counts them), and
 while that many are kept, the next batches come as copies of their own. No frame is ever
-overwritten under the loop, and memory stays within the plan plus what the loop keeps.
+overwritten under the loop, and memory stays within the plan plus what the loop keeps. A
+loop given tensors of its own (float ones: ``Tensors().views`` is false) holds no slot
+past their making, and the plan gives it none.
 
 Leaving the loop early (``break``, an exception in its body, Ctrl-C) stops the run: the
 sink refuses the next batch, the run unwinds as after any failure (threads joined, slots
@@ -43,9 +45,16 @@ class HandoffSink(Sink):
     """Gives each batch to one consumer: a view of its slot, whose slot goes back to the
     run when the view (and every view of it) is gone, or a copy while the consumer keeps
     :data:`KEPT_VIEWS` views (see the module's notes). Which of the two is decided when
-    the consumer takes the batch, from what it holds then."""
+    the consumer takes the batch, from what it holds then.
 
-    def __init__(self) -> None:
+    Args:
+        keeps: the consumer may keep what it is given; ``False`` where it turns each batch
+            into something of its own at once (float tensors), so its slots need no room
+            in the plan.
+    """
+
+    def __init__(self, *, keeps: bool = True) -> None:
+        self._keeps = keeps
         self._cond = threading.Condition()
         self._item: tuple[Any, ...] | None = None  # index, frames, meta, release
         self._views: list[weakref.finalize] = []  # one per view handed out and alive
@@ -54,7 +63,7 @@ class HandoffSink(Sink):
         self.copies = 0  # batches handed as copies (the loop kept views)
 
     def footprint(self, spec: FrameSpec, facts: dict[str, Any]) -> Footprint:
-        return Footprint("loop", held_batches=KEPT_VIEWS)
+        return Footprint("loop", held_batches=KEPT_VIEWS if self._keeps else 0)
 
     def write(self, frames: np.ndarray, index: np.ndarray, meta: dict[str, np.ndarray]) -> None:
         self.write_owned(frames.copy(), index, meta, lambda: None)
@@ -134,6 +143,8 @@ class Batches:
         start: runs the pipeline into the sink it is given and returns the report.
         meta: yield the batch's metadata (``{key: array}``) as a third item.
         convert: what the loop gets of each batch's frames (torch tensors, say).
+        keeps: what ``convert`` gives may be a view of the batch, which the loop may keep
+            (``False``: it is a copy, and the batch's slot goes back once it is made).
     """
 
     def __init__(
@@ -142,9 +153,10 @@ class Batches:
         *,
         meta: bool = False,
         convert: Callable[[np.ndarray], Any] | None = None,
+        keeps: bool = True,
     ) -> None:
         self._start, self._meta, self._convert = start, meta, convert
-        self._sink = HandoffSink()
+        self._sink = HandoffSink(keeps=keeps)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self.report: Any = None

@@ -59,6 +59,13 @@ class Tensors:
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
 
+    @property
+    def views(self) -> bool:
+        """Whether its tensors are views of the batch (``uint8`` on the CPU, not pinned):
+        the loop then holds the batch's slot as long as it keeps them; else it is given
+        tensors of its own and the slot goes back as soon as they are made."""
+        return self.dtype == "uint8" and self.device == "cpu" and not self.pin_memory
+
     def of(self, frames: np.ndarray) -> Any:
         """The tensor of a batch of ``frames`` (``(N, H, W, C)``)."""
         torch = import_torch()
