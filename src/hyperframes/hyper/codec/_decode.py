@@ -17,7 +17,7 @@ import zstandard as zstd
 from ...errors import StoreCorrupt
 from . import group_header
 from ._lossy import dequantise
-from ._pixels import as_uint, ungradient, unrct, webp_decode
+from ._pixels import as_uint, join_bytes, ungradient, unrct, webp_decode
 
 
 def each_band(fn: Callable[[int], None], bands: int, pool: Executor | None = None) -> None:
@@ -115,8 +115,4 @@ def _read(
         raise StoreCorrupt(f"a record fails to decompress: {exc}") from None
     if len(raw) != expected:
         raise StoreCorrupt(f"a record decompressed to {len(raw)} bytes, expected {expected}")
-    k = dtype.itemsize
-    if k == 1:
-        return np.frombuffer(raw, dtype=dtype)
-    planes = np.frombuffer(raw, dtype=np.uint8).reshape(k, n)
-    return np.ascontiguousarray(planes.T).view(dtype).reshape(n)
+    return join_bytes(raw, dtype, n)

@@ -6,7 +6,8 @@
   transform; linear modulo 256, so deltas can be taken and summed in its space.
 - :func:`webp_encode` / :func:`webp_decode`: a frame in RCT space as a lossless WebP file
   (through OpenCV) and back; the file's own header is checked before OpenCV reads it.
-- :func:`planes`: a frame's bytes for zstd (after the predictor), byte planes apart.
+- :func:`planes`: a frame's bytes for zstd (after the predictor), byte planes apart
+  (:func:`split_bytes`; :func:`join_bytes` joins them again).
 """
 
 from __future__ import annotations
@@ -102,9 +103,30 @@ def planes(a: np.ndarray, predictor: str = "none") -> bytes:
     """The values' bytes (after the predictor), split into byte planes when wider than one byte."""
     if predictor == "gradient":
         a = gradient(a)
+    return split_bytes(a)
+
+
+def split_bytes(a: np.ndarray) -> bytes:
+    """``a``'s values as bytes, byte plane after byte plane (all the lowest bytes, then the
+    next...) when wider than one byte: what zstd packs best of multi-byte samples."""
     k = a.dtype.itemsize
     flat = a.reshape(-1)
     return flat.tobytes() if k == 1 else flat.view(np.uint8).reshape(-1, k).T.tobytes()
+
+
+def join_bytes(raw: bytes, dtype: np.dtype, n: int) -> np.ndarray:
+    """The ``n`` values of ``dtype`` that :func:`split_bytes` wrote as ``raw``, joined by
+    shifts and ors, which numpy vectorises: a transpose of the planes took 28x as long
+    for 512x512 uint16 samples (1.4 ms against 0.05), 2.5x for 4-byte ones."""
+    k = dtype.itemsize
+    if k == 1:
+        return np.frombuffer(raw, dtype)
+    planes = np.frombuffer(raw, np.uint8).reshape(k, n)
+    out = planes[k - 1].astype(f"<u{k}")
+    for b in range(k - 2, -1, -1):
+        out <<= 8
+        out |= planes[b]
+    return out.view(dtype)
 
 
 def as_uint(a: np.ndarray) -> np.ndarray:

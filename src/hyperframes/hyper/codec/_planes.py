@@ -54,7 +54,7 @@ from ...errors import StoreCorrupt
 from . import group_header
 from ._decode import each_band
 from ._ffv1 import FFV1_FORMATS, Ffv1Planes, ffv1_format
-from ._pixels import gradient, ungradient
+from ._pixels import gradient, join_bytes, split_bytes, ungradient
 from ._records import Blob, choose_records, reference
 from ._x264 import decode_x264
 from .group_header import Header, Record
@@ -121,19 +121,6 @@ def luma_bands_for(planes: Sequence[tuple[int, int]]) -> int:
 # -- prediction -------------------------------------------------------------------------
 
 
-def _bytes(a: np.ndarray) -> bytes:
-    k = a.dtype.itemsize
-    flat = a.reshape(-1)
-    return flat.tobytes() if k == 1 else flat.view(np.uint8).reshape(-1, k).T.tobytes()
-
-
-def _samples(raw: bytes, dtype: np.dtype, n: int) -> np.ndarray:
-    k = dtype.itemsize
-    if k == 1:
-        return np.frombuffer(raw, dtype)
-    return np.ascontiguousarray(np.frombuffer(raw, np.uint8).reshape(k, n).T).view(dtype)[:, 0]
-
-
 # -- encoding ----------------------------------------------------------------------------
 
 
@@ -181,7 +168,7 @@ def encode_planar(
                 ranged = None
             if not both and len(packet) * GRADIENT_TRY > flat[i].nbytes:
                 return packet, ()  # the gradient would not be the smaller
-        parts = [raw_cctx.compress(_bytes(gradient(_seg(flat[i], s)))) for s in segs]
+        parts = [raw_cctx.compress(split_bytes(gradient(_seg(flat[i], s)))) for s in segs]
         coded = b"".join(parts), tuple(len(p) for p in parts)
         if not packet:
             return coded
@@ -190,7 +177,7 @@ def encode_planar(
 
     def delta(i: int, ref: int) -> Blob:
         diff = flat[i] - flat[ref]
-        parts = [cctx.compress(_bytes(diff[o : o + r * w])) for o, r, w in segs]
+        parts = [cctx.compress(split_bytes(diff[o : o + r * w])) for o, r, w in segs]
         return b"".join(parts), tuple(len(p) for p in parts)
 
     records, blobs = choose_records(
@@ -237,7 +224,7 @@ def delta_may_pay(
     ]
     diff = np.concatenate([y[b] - r[b] for b in bands])
     intra = np.concatenate([gradient(y[b]) for b in bands])
-    return len(compress(_bytes(diff))) <= margin * len(compress(_bytes(intra)))
+    return len(compress(split_bytes(diff))) <= margin * len(compress(split_bytes(intra)))
 
 
 def _seg(frame: np.ndarray, seg: Segment) -> np.ndarray:
@@ -259,7 +246,7 @@ def _read(view: memoryview, start: int, length: int, dtype: np.dtype, n: int) ->
         raise StoreCorrupt(f"a record fails to decompress: {exc}") from None
     if len(raw) != expected:
         raise StoreCorrupt(f"a record decompressed to {len(raw)} bytes, expected {expected}")
-    return _samples(raw, dtype, n)
+    return join_bytes(raw, dtype, n)
 
 
 def decode_record(
