@@ -243,8 +243,17 @@ class FrameStore:
         return self.frames()
 
     def frames(self, start: int = 0, stop: int | None = None) -> Generator[np.ndarray, None, None]:
-        """Frames ``start..stop-1`` in order, each hyperframe decoded once, the next one
-        while this one's frames are used (two hyperframes decoded at most are held).
+        """Frames ``start..stop-1`` in order (:meth:`runs`, frame by frame).
+
+        Raises:
+            IndexError: the range is not within ``0..len(store)``.
+        """
+        return (frame for run in self.runs(start, stop) for frame in run)
+
+    def runs(self, start: int = 0, stop: int | None = None) -> Generator[np.ndarray, None, None]:
+        """Frames ``start..stop-1`` in order, a hyperframe's at a time (read-only arrays of
+        consecutive frames), each hyperframe decoded once and the next one while this one's
+        frames are used (two decoded hyperframes at most are held).
 
         Raises:
             IndexError: the range is not within ``0..len(store)``.
@@ -253,9 +262,9 @@ class FrameStore:
         stop = n if stop is None else stop
         if not 0 <= start <= stop <= n:
             raise IndexError(f"range {start}..{stop} is not within 0..{n} (half-open)")
-        return self._frames(start, stop)
+        return self._runs(start, stop)
 
-    def _frames(self, start: int, stop: int) -> Generator[np.ndarray, None, None]:
+    def _runs(self, start: int, stop: int) -> Generator[np.ndarray, None, None]:
         if start == stop:
             return
         first, last = self.groups.group_of(start), self.groups.group_of(stop - 1)
@@ -267,8 +276,11 @@ class FrameStore:
                 if g < last:
                     ahead = pool.submit(self._load_group, g + 1)
                 a, b = self.groups.span(g)
-                for i in range(max(a, start), min(b, stop)):
-                    yield self._out(frames[i - a])
+                run = frames[max(a, start) - a : min(b, stop) - a]
+                if self._rgb:  # (converted frame by frame)
+                    run = np.stack([self._out(frame) for frame in run])
+                    run.flags.writeable = False
+                yield run
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 

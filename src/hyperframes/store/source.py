@@ -1,7 +1,7 @@
 """``StoreSource``: a store's frames as a pipeline source (for unpacking and reprocessing).
 
 The source reads in order, each hyperframe decoded once and the next one while this
-one's frames are handed on (:meth:`FrameStore.frames`). It holds no store open between
+one's frames are handed on (:meth:`FrameStore.runs`). It holds no store open between
 runs: :meth:`StoreSource.open` opens it and starts at ``start`` again,
 :meth:`StoreSource.close` closes it, so one source serves run after run, and
 :meth:`StoreSource.for_run` gives every run its own reader (LMDB readers in one process
@@ -65,14 +65,16 @@ class StoreSource(Source):
         self.length = end - start
         self.info.update(frames=self.length, store=str(path))
         self._store: FrameStore | None = None
-        self._frames: Generator[np.ndarray, None, None] | None = None
+        self._runs: Generator[np.ndarray, None, None] | None = None
+        self._run: np.ndarray | None = None  # the run being handed on, from frame _at
+        self._at = 0
         self._figures = SourceFigures()  # the last run's, once its store is closed
 
     def for_run(self) -> Source:
         """A copy with its own reader and position, so several runs may read at once."""
         run = copy.copy(self)
         run._store, run._next, run._figures = None, self.start, SourceFigures()
-        run._frames = None
+        run._runs, run._run = None, None
         run.info = dict(self.info)
         return run
 
@@ -91,7 +93,7 @@ class StoreSource(Source):
                 f"{self.stop} this source reads; make a new StoreSource"
             )
         self._store, self._next = store, self.start
-        self._frames = store.frames(self.start, self.stop)
+        self._runs, self._run, self._at = store.runs(self.start, self.stop), None, 0
 
     def read_into(self, out: np.ndarray) -> Chunk:
         """The next frames; opens the store first if :meth:`open` was not called."""
@@ -103,9 +105,15 @@ class StoreSource(Source):
         if count <= 0:
             return Chunk(np.empty(0, np.int64))
         a, b = self._next, self._next + count
-        assert self._frames is not None
-        for k in range(count):
-            out[k] = next(self._frames)
+        assert self._runs is not None
+        done = 0
+        while done < count:  # (whole runs of a hyperframe's frames copied at once)
+            if self._run is None or self._at == len(self._run):
+                self._run, self._at = next(self._runs), 0
+            take = min(count - done, len(self._run) - self._at)
+            out[done : done + take] = self._run[self._at : self._at + take]
+            self._at += take
+            done += take
         self._next = b
         meta: dict[str, np.ndarray] = {}
         pts = store.groups.pts[a:b]
@@ -125,9 +133,9 @@ class StoreSource(Source):
         if store is not None:
             self._figures = SourceFigures(cache=store.cache_tiers())  # before it goes
             self._store = None
-            if self._frames is not None:  # (its read-ahead thread ends with it)
-                self._frames.close()
-                self._frames = None
+            if self._runs is not None:  # (its read-ahead thread ends with it)
+                self._runs.close()
+                self._runs, self._run = None, None
             store.close()
 
     def __repr__(self) -> str:
