@@ -42,7 +42,7 @@ from ..errors import FrameError, MediaError
 from ..frames import FrameSpec, describe_shape
 from .formats import CHANNELS, PixFmt, cv_into, i420_spec
 from .layouts import TAGS, Layout
-from .swscale import Swscale
+from .swscale import swscale_of
 from .yuv import resize_frame_into
 
 _I420_TO = {"rgb24": cv2.COLOR_YUV2RGB_I420, "rgba": cv2.COLOR_YUV2RGBA_I420}
@@ -98,7 +98,6 @@ class FrameConverter:
         # the size frames are decoded at, before they are turned upright
         self._decoded_size = turned(out_size, turns)
         self._scratch: np.ndarray | None = None
-        self._swscale: Swscale | None = None
         self._unturned: np.ndarray | None = None
         self._tags: tuple[int, ...] | None = None  # the first frame's colour tags (planes)
 
@@ -192,6 +191,4 @@ class FrameConverter:
             shape = (frame.height, frame.width, CHANNELS[self.pix_fmt])
             cv_into(dst, shape, cv2.cvtColor, frame.to_ndarray(), code)
         else:
-            if self._swscale is None:
-                self._swscale = Swscale(self.pix_fmt)
-            self._swscale.convert_into(frame, dst)
+            swscale_of(self.pix_fmt).convert_into(frame, dst)

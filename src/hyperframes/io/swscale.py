@@ -67,7 +67,8 @@ _KEPT = threading.local()
 
 
 def swscale_of(pix_fmt: str) -> Swscale:
-    """This thread's :class:`Swscale` to ``pix_fmt`` (made at its first use)."""
+    """This thread's :class:`Swscale` to ``pix_fmt`` (made at its first use): what every
+    reader of the library converts with."""
     kept = _KEPT.__dict__.setdefault("converters", {})
     if pix_fmt not in kept:
         kept[pix_fmt] = Swscale(pix_fmt)
