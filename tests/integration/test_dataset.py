@@ -62,6 +62,40 @@ def test_every_frame_once_over_two_workers_and_two_ranks(folder: Path, how: str)
     assert sorted(found) == sorted(expected)  # each once: no frame twice, none missing
 
 
+@pytest.fixture(scope="module")
+def matroska(tmp_path_factory, clip_path) -> Path:
+    """bikes with a sound track, in Matroska: a film as users hold it, which does not say
+    how many frames it holds."""
+    import av
+
+    out = tmp_path_factory.mktemp("mkv") / "bikes.mkv"
+    with av.open(str(clip_path("bikes.mp4"))) as src, av.open(str(out), "w") as dst:
+        video = dst.add_stream_from_template(src.streams.video[0])
+        sound = dst.add_stream("aac", rate=48000, layout="stereo")
+        for packet in src.demux(src.streams.video[0]):
+            if packet.dts is not None:
+                packet.stream = video
+                dst.mux(packet)
+        for k in range(100):  # 2 s of silence
+            frame = av.AudioFrame.from_ndarray(np.zeros((2, 960), np.float32), "fltp", "stereo")
+            frame.sample_rate, frame.pts = 48000, k * 960
+            dst.mux(sound.encode(frame))
+        dst.mux(sound.encode(None))
+    assert hf.VideoSource(out).length is None
+    return out
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_input_that_does_not_count_its_frames_is_read_whole(matroska, workers) -> None:
+    """One Matroska file, alone (cut into runs for 2 workers) and as clips: every frame
+    once, not left out for want of a count."""
+    found = seen(hf.VideoDataset(matroska, size=(64, 48)), workers=workers)
+    assert sorted(f for _, f in found) == list(range(250))
+    clips = DataLoader(hf.VideoDataset(matroska, clip=8, size=(64, 48)), batch_size=4)
+    starts = [int(f) for batch in clips for f in batch["frame"]]
+    assert starts == list(range(0, 248, 8))  # 31 whole clips; the last 2 frames make none
+
+
 def test_clips_and_a_sampling_are_shared_out_once(folder: Path) -> None:
     found = []
     for rank in (0, 1):

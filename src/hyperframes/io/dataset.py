@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -122,15 +123,16 @@ class VideoDataset(IterableDataset):
         """The samples of run ``part`` of ``parts`` of ``item``."""
         source = open_item(item, size=self.size, **self.options)
         try:
+            if parts > 1 and source.length is None:  # (a Matroska file says nothing)
+                source.restrict(0, sys.maxsize)  # its frames listed, so counted
             total = source.length
-            if total is None:
-                raise ValueError(f"{item.path!r} does not say how many frames it has")
-            clips = total // self.clip
-            first, stop = clips * part // parts, clips * (part + 1) // parts
             if parts > 1:
+                clips = (total or 0) // self.clip
+                first, stop = clips * part // parts, clips * (part + 1) // parts
                 source.restrict(first * self.clip, stop * self.clip)
-            elif stop * self.clip < total:
-                source.restrict(0, stop * self.clip)
+            elif total is not None and total % self.clip:
+                source.restrict(0, total - total % self.clip)
+            # (where the count is not known, clips come until fewer than a clip are left)
             shape = (self.clip, *source.spec.shape)
             while True:
                 frames = torch.empty(shape, dtype=torch.uint8)
