@@ -15,7 +15,6 @@ from typing import Any as _Any
 from ._version import __version__
 from .errors import (
     CorruptFrame,
-    CycleError,
     FrameError,
     FramesFailed,
     HyperframesError,
@@ -84,6 +83,14 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> _Any:
+    if name == "CycleError":  # raised by the task graph, which 0.8 removed; goes in 0.9
+        import warnings
+
+        said = "nothing raises it since the task graph went in 0.8; drop it (it goes in 0.9)"
+        warnings.warn(f"hyperframes.CycleError is deprecated: {said}", DeprecationWarning, 2)
+        from .errors import CycleError
+
+        return CycleError
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -101,7 +108,6 @@ __all__ = [
     "Carry",
     "Chunk",
     "CorruptFrame",
-    "CycleError",
     "Footprint",
     "FrameError",
     "FrameSpec",

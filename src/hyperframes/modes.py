@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -94,65 +93,35 @@ class ReuseTarget:
 Reuse = ReuseByHyperframe | ReuseTarget
 """How a map stage shares answers between similar frames."""
 
-LEGACY = ("reuse_psnr", "reuse_mse", "verify_every", "reuse_target", "agree", "retries", "backoff")
-"""``Pipeline.map``'s keywords before these objects (0.4): they still work, with a
-:class:`DeprecationWarning`, until 0.6."""
+REMOVED = {
+    "reuse_psnr": "reuse=ReuseByHyperframe(psnr=)",
+    "reuse_mse": "reuse=ReuseByHyperframe(mse=)",
+    "verify_every": "reuse=ReuseByHyperframe(verify_every=)",
+    "reuse_target": "reuse=ReuseTarget(target)",
+    "agree": "reuse=ReuseTarget(target, agree=) or ReuseByHyperframe(agree=)",
+    "retries": "faults=Retry(retries, backoff)",
+    "backoff": "faults=Retry(retries, backoff)",
+}
+"""``Pipeline.map``'s keywords before these objects (0.4), removed in 0.8 as 0.5 said,
+each with what to write instead."""
 
 
-def from_legacy(
-    reuse: Reuse | str | None, faults: Retry | None, legacy: dict[str, Any]
-) -> tuple[Reuse | None, Retry | None]:
-    """``reuse`` and ``faults`` from ``map``'s old keywords (``reuse="base"``,
-    ``reuse_psnr=``, ``reuse_target=``, ``agree=``, ``retries=``...), each named in a
-    :class:`DeprecationWarning` with what to write instead.
+def refuse_removed(reuse: object, keywords: dict[str, Any]) -> None:
+    """Refuse ``map``'s removed keywords and a ``reuse`` that is not a mode object, naming
+    what to write instead.
 
     Raises:
-        TypeError: a keyword ``map`` never took.
-        ValueError: old and new ways mixed, or options that do not combine.
+        TypeError: a keyword ``map`` no longer takes (or never took), or ``reuse="base"``.
     """
-    unknown = sorted(set(legacy) - set(LEGACY))
-    if unknown:
-        raise TypeError(f"map() got an unexpected keyword argument {unknown[0]!r}")
-    if not legacy and not isinstance(reuse, str):
-        return reuse, faults
-    said = ", ".join(
-        f"{k}={v!r}"
-        for k, v in [("reuse", reuse), *legacy.items()]
-        if isinstance(v, str) or k != "reuse"
-    )
-    if isinstance(reuse, str) and reuse not in ("none", "base"):
-        raise ValueError(f"reuse must be a ReuseByHyperframe or a ReuseTarget, got {reuse!r}")
-    agree = legacy.pop("agree", None)
-    base = {k: legacy.pop(k) for k in ("reuse_psnr", "reuse_mse", "verify_every") if k in legacy}
-    target = legacy.pop("reuse_target", None)
-    if reuse == "base":
-        if target is not None:
-            raise ValueError("reuse_target= chooses the frames to compute itself; it does not "
-                             "combine with reuse='base'")  # fmt: skip
-        new: Reuse | None = ReuseByHyperframe(
-            base.get("reuse_psnr"), base.get("reuse_mse"), base.get("verify_every"), agree
+    for name in keywords:
+        if name not in REMOVED:
+            raise TypeError(f"map() got an unexpected keyword argument {name!r}")
+        raise TypeError(f"map({name}=) was removed in 0.8; pass {REMOVED[name]} (from hyperframes)")
+    if reuse is not None and not isinstance(reuse, ReuseByHyperframe | ReuseTarget):
+        raise TypeError(
+            f"reuse must be a ReuseByHyperframe or a ReuseTarget, got {reuse!r}; "
+            "reuse='base' is now reuse=ReuseByHyperframe(psnr=40)"
         )
-        instead = "reuse=ReuseByHyperframe(psnr=, mse=, verify_every=, agree=)"
-    elif base:
-        raise ValueError("reuse_psnr=, reuse_mse= and verify_every= need reuse='base'")
-    elif target is not None:
-        new, instead = ReuseTarget(target, agree), "reuse=ReuseTarget(target, agree=)"
-    elif agree is not None:
-        raise ValueError("agree= needs reuse_target= (or reuse='base' with verify_every=)")
-    else:
-        new, instead = (None if isinstance(reuse, str) else reuse), "reuse=None"
-    if "retries" in legacy or "backoff" in legacy:
-        if faults is not None:
-            raise ValueError("give faults=Retry(...) or retries=/backoff=, not both")
-        retries, backoff = legacy.pop("retries", 0), legacy.pop("backoff", 0.05)
-        faults = Retry(retries, backoff) if retries else None
-        instead += ", faults=Retry(retries, backoff)"
-    warnings.warn(
-        f"map({said}) is deprecated; pass {instead} (from hyperframes; the old keywords go in 0.6)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return new, faults
 
 
 __all__ = ["Agree", "Retry", "Reuse", "ReuseByHyperframe", "ReuseTarget"]

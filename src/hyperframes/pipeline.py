@@ -36,7 +36,7 @@ from .io.base import Footprint, Sink, Source
 from .io.callbacks import CallbackSink, CollectSink, NullSink
 from .io.handoff import Batches
 from .models import PerWorker
-from .modes import Reuse, from_legacy
+from .modes import Reuse, refuse_removed
 from .stages import map_stages, name_of, render_stage
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class Pipeline:
         stateful: bool = False,
         reuse: Reuse | None = None,
         faults: Retry | None = None,
-        **deprecated: Any,
+        **removed: Any,
     ) -> Pipeline:
         """Add a stage that runs ``fn`` on each batch of frames.
 
@@ -170,14 +170,13 @@ class Pipeline:
                 ``backoff * 2**n`` seconds apart. With ``run(allow_failures=...)`` a batch
                 that still fails is retried frame by frame and the frames that fail for
                 good are reported as dead letters.
-            deprecated: the keywords these objects replace (``reuse="base"``,
-                ``reuse_psnr``, ``reuse_mse``, ``verify_every``, ``reuse_target``,
-                ``agree``, ``retries``, ``backoff``) still work until 0.6, with a
-                :class:`DeprecationWarning`.
+            removed: the keywords these objects replaced (``reuse_psnr``, ``reuse_mse``,
+                ``verify_every``, ``reuse_target``, ``agree``, ``retries``, ``backoff``)
+                are refused since 0.8, each with what to write instead.
         """
         if not callable(fn):
             raise TypeError(f"map needs a callable, got {type(fn).__name__}")
-        reuse, faults = from_legacy(reuse, faults, deprecated)
+        refuse_removed(reuse, removed)
         if isinstance(fn, type):  # a model class: one instance per worker, set up once
             fn = PerWorker(fn)
         label = self._unique(name or f"map:{name_of(fn)}")

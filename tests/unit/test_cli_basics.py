@@ -1,3 +1,4 @@
+import importlib.util
 import json
 import subprocess
 import sys
@@ -25,7 +26,7 @@ def test_public_api_matches_all():
 
 
 API = (
-    "Analysis", "Carry", "Chunk", "CorruptFrame", "CycleError", "FrameError", "Retry",
+    "Analysis", "Carry", "Chunk", "CorruptFrame", "FrameError", "Retry",
     "ReuseByHyperframe", "ReuseTarget", "Stream", "Strategy",
     "FrameSpec", "FrameStore", "FramesFailed", "HyperframesError", "ImageSequenceSink",
     "ImageSequenceSource", "MediaError", "Pipeline", "PoolExhausted", "Progress", "RunReport",
@@ -45,6 +46,13 @@ call takes or returns) and resolved at the root with a warning until 0.4."""
 def test_internals_that_left_the_api_are_gone_from_the_root():
     for name in ("Batch", "FramePool", "TaskGraph"):
         assert not hasattr(hyperframes, name)
+
+
+def test_cycle_error_is_deprecated_with_the_task_graph_gone():
+    with pytest.warns(DeprecationWarning, match="CycleError is deprecated.*goes in 0.9"):
+        error = hyperframes.CycleError
+    assert issubclass(error, ValueError) and "CycleError" not in hyperframes.__all__
+    assert importlib.util.find_spec("hyperframes.engine.dag") is None
 
 
 def test_version(capsys):

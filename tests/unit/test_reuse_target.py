@@ -13,7 +13,7 @@ from hyperframes.engine.figures import TargetFigures
 from hyperframes.hyper.reuse.agree import agreement
 from hyperframes.hyper.reuse.target import TargetReuse
 from hyperframes.hyper.reuse.tuning import TUNING
-from hyperframes.modes import Retry, ReuseByHyperframe, ReuseTarget
+from hyperframes.modes import ReuseByHyperframe, ReuseTarget
 
 
 def scenes(n: int = 400, size: int = 32, seed: int = 1) -> tuple[np.ndarray, list[int]]:
@@ -363,21 +363,17 @@ def test_options_that_do_not_go_together_are_refused():
         pipe.map(lambda b: b, reuse=0.9)  # type: ignore[arg-type]
 
 
-def test_the_keywords_before_the_objects_still_work_with_a_warning():
+def test_the_keywords_before_the_objects_are_refused_with_what_to_write():
     frames = np.repeat(np.arange(8, dtype=np.uint8), 4 * 4 * 3).reshape(8, 4, 4, 3)
     pipe = Pipeline.from_frames(frames, batch_size=4)
-    with pytest.warns(DeprecationWarning, match=r"reuse_target=0.9.*pass reuse=ReuseTarget"):
-        old = pipe.map(lambda b: b[:, 0, 0, 0], reuse_target=0.9, agree="equal", into="a")
-    (stage,) = old.stages
-    new = pipe.map(lambda b: b[:, 0, 0, 0], reuse=ReuseTarget(0.9, "equal"), into="a")
-    assert type(stage.kind) is type(new.stages[0].kind)
-    with pytest.warns(DeprecationWarning, match="faults=Retry"):
-        base = pipe.group().map(lambda b: b, reuse="base", reuse_psnr=30, retries=1, backoff=0)
-    assert base.stages[-1].faults == Retry(1, backoff=0)
-    with pytest.raises(ValueError, match="does not combine"):
-        pipe.map(lambda b: b, reuse_target=0.9, reuse="base")
-    with pytest.raises(ValueError, match="agree= needs reuse_target"):
-        pipe.map(lambda b: b, agree="boxes")
+    with pytest.raises(
+        TypeError, match=r"map\(reuse_target=\) was removed.*pass reuse=ReuseTarget"
+    ):
+        pipe.map(lambda b: b[:, 0, 0, 0], reuse_target=0.9, into="a")
+    with pytest.raises(TypeError, match=r"map\(retries=\) was removed.*faults=Retry"):
+        pipe.map(lambda b: b, retries=1)
+    with pytest.raises(TypeError, match="reuse='base' is now reuse=ReuseByHyperframe"):
+        pipe.map(lambda b: b, reuse="base")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unexpected keyword argument 'reuse_targte'"):
         pipe.map(lambda b: b, reuse_targte=0.9)
 
