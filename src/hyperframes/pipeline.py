@@ -396,7 +396,9 @@ class Pipeline:
         the loop (``break``, an exception, Ctrl-C) stops the run and waits for it to
         unwind: no thread, process or slot is left. A stage's error is raised in the loop.
         The run's report is ``.report`` of the returned object once it ended, and
-        ``.copies`` says how many batches came as copies.
+        ``.copies`` says how many batches came as copies. A loop given tensors of its
+        own straight from the source (no stages) runs on two slots: one decoded into
+        while the loop makes its tensors of the other (``slots=`` says otherwise).
 
         Args:
             meta: yield ``(ids, frames, meta)``, ``meta`` as ``{key: array}`` (``"pts"``,
@@ -415,6 +417,8 @@ class Pipeline:
         """
         convert = None if tensors is None else tensors.of
         keeps = tensors is None or tensors.views
+        if not keeps and not self.stages:  # nothing between them: no batch waits in a queue
+            run_options.setdefault("slots", 2)
         return Batches(lambda sink: self.to(sink).run(**run_options), meta=meta, convert=convert,
                        keeps=keeps)  # fmt: skip
 

@@ -110,6 +110,34 @@ def test_clips_and_a_sampling_are_shared_out_once(folder: Path) -> None:
     assert whole.length == 100
 
 
+@pytest.mark.parametrize("clip", [1, 4])
+def test_whole_batches_through_shared_memory_are_every_sample_once(folder: Path, clip: int):
+    """batch_size=: each worker hands whole batches of one input, in shared memory, for
+    DataLoader(batch_size=None); every frame (clip) once over 2 workers x 2 ranks, the
+    pixels a plain read's, an input's last batch short."""
+    found, plain = [], {}
+    for item in sorted(folder.iterdir()):
+        with hf.VideoSource(item, size=(64, 48)) as source:
+            plain[item.name] = np.stack(list(source))
+    for rank in (0, 1):
+        dataset = hf.VideoDataset(folder, size=(64, 48), rank=rank, world_size=2, clip=clip,
+                                  batch_size=16)  # fmt: skip
+        for batch in DataLoader(dataset, batch_size=None, num_workers=2):
+            n = len(batch["frame"])
+            assert batch["frames"].shape == ((n, 3, 48, 64) if clip == 1 else (n, clip, 3, 48, 64))
+            assert 1 <= n <= 16 and batch["time"].shape == (n,)
+            name = Path(batch["path"]).name
+            frames = batch["frames"].reshape(n * clip, 3, 48, 64).permute(0, 2, 3, 1).numpy()
+            first = int(batch["frame"][0])
+            assert np.array_equal(frames, plain[name][first : first + n * clip])
+            found += [(name, int(f)) for f in batch["frame"]]
+    expected = [(name, f) for name, frames in plain.items()
+                for f in range(0, len(frames) - len(frames) % clip, clip)]  # fmt: skip
+    assert sorted(found) == sorted(expected)
+    with pytest.raises(ValueError, match="batch_size must be 1 or more"):
+        hf.VideoDataset(folder, batch_size=0)
+
+
 def test_the_frames_are_a_plain_reads_and_the_shuffle_follows_the_epoch(folder: Path):
     dataset = hf.VideoDataset(folder / "carphone_pristine.mp4")
     first = next(iter(dataset))

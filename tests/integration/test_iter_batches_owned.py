@@ -129,6 +129,22 @@ def test_a_loop_given_tensors_of_its_own_keeps_no_slot(torch) -> None:
         assert torch.equal(x[:, 0, 0, 0], torch.from_numpy(((ids % 251 + 1) % 256) / 255).float())
 
 
+def test_tensors_straight_from_the_source_take_two_slots_and_come_right(torch) -> None:
+    """No stage between source and loop: one slot decoded into while the loop makes its
+    tensors of the other, every frame right, kept tensors too; slots= still wins."""
+    run = hf.Pipeline.from_frames(numbered(), batch_size=8).iter_batches(
+        tensors=hf.Tensors(layout="NHWC")
+    )
+    kept = list(run)
+    assert run.report.pool_slots == 2 and sum(len(ids) for ids, _ in kept) == COUNT
+    for ids, x in kept:
+        assert torch.equal(x[:, 0, 0, 0], torch.from_numpy((ids % 251) / 255).float())
+    wider = hf.Pipeline.from_frames(numbered(), batch_size=8).iter_batches(
+        tensors=hf.Tensors(), slots=4
+    )
+    assert sum(len(ids) for ids, _ in wider) == COUNT and wider.report.pool_slots == 4
+
+
 def test_uint8_tensors_are_views_the_loop_owns(torch) -> None:
     kept = [(ids, x) for ids, x in pipeline(2).iter_batches(tensors=hf.Tensors(dtype="uint8"))]
     assert all(x.dtype == torch.uint8 and tuple(x.shape[1:]) == (3, 16, 24) for _, x in kept)

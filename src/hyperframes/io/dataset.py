@@ -9,7 +9,9 @@ in all ranks (``shards``), else each input cut into ``shards`` runs of its frame
 overlap and together hold every unit; ``shuffle`` permutes the units the same way in every
 worker, by ``seed`` and the epoch (:meth:`VideoDataset.set_epoch`). A worker reads its
 units one after the other into a buffer of ``clip`` frames, so its memory stays flat
-whatever the inputs' length.
+whatever the inputs' length. With ``batch_size`` a worker hands whole batches instead, read
+in one go into shared memory (``DataLoader(dataset, batch_size=None)``): no sample by
+sample collation and no copy on the way to the loop.
 
 Example:
     >>> dataset = VideoDataset("clips/", fps=2, size=(224, 224))  # doctest: +SKIP
@@ -17,16 +19,21 @@ Example:
     >>> loader = DataLoader(dataset, batch_size=16, num_workers=2)  # doctest: +SKIP
     >>> for batch in loader:  # doctest: +SKIP
     ...     x = batch["frames"]  # (16, 3, 224, 224) uint8; batch["path"], ["frame"], ["time"]
+    >>> batches = VideoDataset("clips/", size=(224, 224), batch_size=16)  # doctest: +SKIP
+    >>> loader = DataLoader(batches, batch_size=None, num_workers=2)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+import numpy as np
 
 from .inputs import Input, expand
 from .tensors import import_torch
@@ -57,12 +64,17 @@ class VideoDataset(IterableDataset):
         rank, world_size: this process's place among the job's ranks; by default
             ``torch.distributed``'s where it is set up, else ``$RANK`` and
             ``$WORLD_SIZE``, else 0 of 1.
+        batch_size: hand batches of this many samples, each read from one input in one
+            go into shared memory, for ``DataLoader(dataset, batch_size=None)`` (an
+            input's last batch may hold fewer); ``None`` hands samples one by one.
         source_options: how each input is read, as
             :func:`~.sources.open_input` takes it: a sampling (``fps``, ``at``,
             ``num_frames``, ``step``, ``keyframes``), ``colour``, ``rate``...
 
     Each sample is a dict: ``frames`` (uint8 tensor, channels first), ``path``, ``frame``
-    (the first frame's index in its input) and ``time`` (its time, seconds).
+    (the first frame's index in its input) and ``time`` (its time, seconds). A batch is
+    the same dict with ``frames`` ``(n, C, H, W)`` (``(n, clip, C, H, W)``), one
+    ``path`` and a tensor of ``n`` each for ``frame`` and ``time``.
     """
 
     def __init__(
@@ -76,11 +88,14 @@ class VideoDataset(IterableDataset):
         on_error: OnError = "skip",
         rank: int | None = None,
         world_size: int | None = None,
+        batch_size: int | None = None,
         **source_options: Any,
     ) -> None:
         super().__init__()
         if isinstance(clip, bool) or int(clip) < 1:
             raise ValueError(f"clip must be 1 or more frames, got {clip!r}")
+        if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1):
+            raise ValueError(f"batch_size must be 1 or more samples, or None; got {batch_size!r}")
         if on_error not in ("skip", "fail"):
             raise ValueError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
         self.on_error = on_error
@@ -89,6 +104,7 @@ class VideoDataset(IterableDataset):
         self.rank, self.world_size = _place(rank, world_size)
         self.options = source_options
         self.epoch = 0
+        self.batch_size = None if batch_size is None else int(batch_size)
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next pass is (it seeds the shuffle), as ``DistributedSampler``
@@ -133,22 +149,54 @@ class VideoDataset(IterableDataset):
             elif total is not None and total % self.clip:
                 source.restrict(0, total - total % self.clip)
             # (where the count is not known, clips come until fewer than a clip are left)
-            shape = (self.clip, *source.spec.shape)
+            samples = self.batch_size or 1
             while True:
-                frames = torch.empty(shape, dtype=torch.uint8)
-                got = source.read_into(frames.numpy())
-                if len(got) < self.clip:
+                frames = _tensor((samples * self.clip, *source.spec.shape))
+                numbers, times = _fill(source, frames.numpy())
+                whole = len(numbers) // self.clip
+                if not whole:
                     return
-                numbers = got.meta.get("input_frame", got.index)
-                sample = frames.permute(0, 3, 1, 2)  # channels first, no copy
-                yield {
-                    "frames": sample[0] if self.clip == 1 else sample,
-                    "path": item.path,
-                    "frame": int(numbers[0]),
-                    "time": float(got.meta["pts"][0]) if "pts" in got.meta else float("nan"),
-                }
+                clips = frames[: whole * self.clip].view(whole, self.clip, *source.spec.shape)
+                clips = clips.permute(0, 1, 4, 2, 3)  # channels first, no copy
+                firsts = slice(0, whole * self.clip, self.clip)
+                if self.batch_size is None:
+                    yield {"frames": clips[0, 0] if self.clip == 1 else clips[0],
+                           "path": item.path, "frame": int(numbers[0]),
+                           "time": float(times[0])}  # fmt: skip
+                else:
+                    yield {"frames": clips[:, 0] if self.clip == 1 else clips,
+                           "path": item.path, "frame": torch.from_numpy(numbers[firsts]),
+                           "time": torch.from_numpy(times[firsts])}  # fmt: skip
+                if whole < samples:
+                    return
         finally:
             source.close()
+
+
+def _tensor(shape: tuple[int, ...]) -> Any:
+    """A uint8 tensor of ``shape`` for a sample or a batch: in shared memory inside a
+    ``DataLoader``'s worker, so that it reaches the loop with no copy."""
+    if torch.utils.data.get_worker_info() is None:
+        return torch.empty(shape, dtype=torch.uint8)
+    storage = torch.UntypedStorage._new_shared(math.prod(shape))  # as the loader's own collate
+    return torch.empty(0, dtype=torch.uint8).set_(storage).view(shape)
+
+
+def _fill(source: Any, out: Any) -> tuple[Any, Any]:
+    """Read ``source`` into ``out`` until it is full or the source ends: the input's
+    frame numbers and times (seconds; NaN where unknown) of the frames read."""
+    numbers, times, done = [], [], 0
+    while done < len(out):
+        got = source.read_into(out[done:])
+        if not len(got):
+            break
+        numbers.append(np.asarray(got.meta.get("input_frame", got.index), np.int64))
+        pts = got.meta.get("pts")
+        times.append(np.full(len(got), np.nan) if pts is None else np.asarray(pts, np.float64))
+        done += len(got)
+    if not numbers:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    return np.concatenate(numbers), np.concatenate(times)
 
 
 def _place(rank: int | None, world_size: int | None) -> tuple[int, int]:
