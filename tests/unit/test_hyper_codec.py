@@ -224,6 +224,51 @@ def test_forged_headers_raise_store_corrupt(changes: dict) -> None:
         _decode_all(_with_header(**changes))
 
 
+def test_wide_integer_residuals_are_zigzagged_smaller_and_plain_ones_still_decode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hyperframes.hyper.codec import _lossless, coder
+    from hyperframes.hyper.codec._pixels import from_zigzag, to_zigzag
+
+    for dtype in ("<u2", "<u4", "<u8"):
+        info = np.iinfo(dtype)
+        r = np.array([0, 1, info.max, info.max - 1, info.max // 2, info.max // 2 + 1], dtype)
+        z = to_zigzag(r)  # 0, -1, 1, -2 (wrapped) -> 0, 1, 2, 3
+        assert z[:4].tolist() == [0, 2, 1, 3] and _same_bits(from_zigzag(z), r)
+    rng = np.random.default_rng(8)
+    frames = (30_000 + rng.normal(0, 40, (8, 48, 64)).cumsum(0)).astype(np.uint16)
+    zigzagged = encode_group(frames).data
+    assert b'"residuals":"zigzag"' in bytes(zigzagged[:4096])
+    for other in (frames.astype(np.uint8), frames.astype(np.float32)):
+        assert b"residuals" not in bytes(encode_group(other).data[:4096])
+    assert b"residuals" not in bytes(encode_group(frames, tier="psnr", psnr=50).data[:4096])
+    monkeypatch.setattr(_lossless, "zigzags", lambda arr, tier: False)
+    monkeypatch.setattr(coder, "zigzags", lambda arr, tier: False)
+    plain = encode_group(frames).data  # as groups were written before 0.8
+    assert b"residuals" not in bytes(plain[:4096])
+    assert len(zigzagged) < 0.9 * len(plain)
+    for data in (zigzagged, plain):
+        assert _same_bits(_decode_all(data), frames)
+
+
+@pytest.mark.parametrize(
+    ("frames", "residuals"),
+    [
+        (_SAMPLE_FRAMES, "twos"),
+        (_SAMPLE_FRAMES.astype(np.uint8), "zigzag"),
+        (_SAMPLE_FRAMES.astype(np.float32), "zigzag"),
+    ],
+)
+def test_zigzag_residuals_only_where_they_can_be(frames: np.ndarray, residuals: str) -> None:
+    data = encode_group(frames).data
+    size = struct.unpack("<I", data[4:8])[0]
+    head = json.loads(data[8 : 8 + size])
+    head["residuals"] = residuals
+    text = json.dumps(head).encode()
+    with pytest.raises(StoreCorrupt, match="residuals"):
+        decode_group(data[:4] + struct.pack("<I", len(text)) + text + data[8 + size :])
+
+
 def test_not_bytes_is_type_error() -> None:
     with pytest.raises(TypeError):
         decode_group("HFG")  # type: ignore[arg-type]

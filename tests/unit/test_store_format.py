@@ -50,9 +50,27 @@ def test_bad_headers_name_the_problem(raw: bytes | None, words: str) -> None:
 
 
 def test_other_version_is_a_store_error_not_corruption() -> None:
-    with pytest.raises(StoreError, match="version 3 is not supported") as info:
-        fmt.parse_header(_header(version=3))
+    with pytest.raises(StoreError, match="version 4 is not supported") as info:
+        fmt.parse_header(_header(version=4))
     assert not isinstance(info.value, StoreCorrupt)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "tier", "pixels", "version"),
+    [
+        ("uint16", "lossless", None, 3),  # its groups zigzag their residuals
+        ("int32", "lossless", None, 3),
+        ("uint8", "lossless", None, 2),
+        ("float32", "lossless", None, 2),
+        ("uint16", "psnr", None, 2),
+        ("uint16", "lossless", {"layout": "yuv420p10le"}, 2),  # planes: no zigzag
+    ],
+)
+def test_only_stores_whose_groups_zigzag_are_version_3(dtype, tier, pixels, version) -> None:
+    spec = FrameSpec((4, 6), dtype)
+    assert fmt.version_for(spec, tier, pixels) == version
+    header = fmt.StoreHeader(spec, created_by="t", version=version)
+    assert fmt.parse_header(fmt.dump_json(header.to_json())).version == version
 
 
 def test_state_round_trip_and_validation() -> None:

@@ -41,7 +41,11 @@ FORMAT_NAME = "hyperframes.store"
 VERSION = 2
 """Version 2 added ``pixels`` (stores of a video's native planes); version 1 stores (0.1.0)
 still open and resume as they were written."""
-READABLE_VERSIONS = (1, 2)
+ZIGZAG_VERSION = 3
+"""Version 3 (0.8.0): the version of lossless stores of integer frames wider than a byte,
+whose groups zigzag their residuals; other stores stay version 2, so releases before 0.8
+read them, and refuse these by their version, not by a group header they do not know."""
+READABLE_VERSIONS = (1, 2, 3)
 HEADER_KEY = b"hf:header"
 STATE_KEY = b"hf:state"
 TABLE_DB = b"table"
@@ -151,6 +155,12 @@ class StoreHeader:
             other.spec, other.tier, other.psnr, other.level, other.intra, other.grouping,
             other.pixels, other.gop,
         )  # fmt: skip
+
+
+def version_for(spec: FrameSpec, tier: str, pixels: dict[str, Any] | None) -> int:
+    """The format version a new store of frames of ``spec`` is written in."""
+    wide = spec.dtype.kind in "ui" and spec.dtype.itemsize > 1
+    return ZIGZAG_VERSION if wide and tier == "lossless" and pixels is None else VERSION
 
 
 def pixels_of(spec: FrameSpec, info: dict[str, Any]) -> dict[str, Any] | None:

@@ -122,7 +122,7 @@ class StoreWriter:
         check_intra(intra, planes=pixels is not None)
         self.header = fmt.StoreHeader(
             spec, fmt.json_safe(info), tier, psnr, level, grouping, __version__,
-            intra=intra, pixels=pixels, gop=gop,
+            version=fmt.version_for(spec, tier, pixels), intra=intra, pixels=pixels, gop=gop,
         )  # fmt: skip
         self._lock_fd: int | None = None
         self._prepare(resume=resume, overwrite=overwrite)  # takes the writer lock

@@ -17,7 +17,7 @@ import zstandard as zstd
 from ...errors import StoreCorrupt
 from . import group_header
 from ._lossy import dequantise
-from ._pixels import as_uint, join_bytes, ungradient, unrct, webp_decode
+from ._pixels import as_uint, from_zigzag, join_bytes, ungradient, unrct, webp_decode
 
 
 def each_band(fn: Callable[[int], None], bands: int, pool: Executor | None = None) -> None:
@@ -89,6 +89,8 @@ def _decode_record(
         at, length = header.part(rec, band)
         return webp_decode(view[at : at + length], header.shape)
     values = _read(view, header.part(rec, band), np.dtype(f"<u{header.dtype.itemsize}"), n, dctx)
+    if header.zigzag:
+        values = from_zigzag(values)
     if rec.kind == "raw" and header.predictor == "gradient":
         values = ungradient(values.reshape(shape)).reshape(-1)
     if rec.kind == "delta":

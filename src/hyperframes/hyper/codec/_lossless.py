@@ -37,21 +37,31 @@ def bands_for(arr: np.ndarray, tier: str, predictor: str) -> int:
     return max(1, min(MAX_BANDS, arr[0].nbytes // BAND_BYTES, arr.shape[1]))
 
 
-def _compress(values: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, bands: int) -> Blob:
+def _compress(
+    values: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, bands: int, zigzag: bool
+) -> Blob:
     """``values`` (a frame's unsigned integer view) as zstd bytes, band by band."""
     if bands == 1:
-        return cctx.compress(planes(values, predictor)), ()
+        return cctx.compress(planes(values, predictor, zigzag=zigzag)), ()
     h = values.shape[0]
     rows = [group_header.band_rows(h, bands, b) for b in range(bands)]
-    blobs = [cctx.compress(planes(values[start:stop], predictor)) for start, stop in rows]
+    blobs = [cctx.compress(planes(values[start:stop], predictor, zigzag=zigzag))
+             for start, stop in rows]  # fmt: skip
     return b"".join(blobs), tuple(len(b) for b in blobs)
 
 
-def _raw_blob(coded: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, bands: int) -> Blob:
+def _raw_blob(
+    coded: np.ndarray, predictor: str, cctx: zstd.ZstdCompressor, bands: int, zigzag: bool
+) -> Blob:
     """A frame stored whole (in the group's coded space) as record bytes."""
     if predictor == "webp":
         return webp_encode(coded), ()
-    return _compress(as_uint(coded), predictor, cctx, bands)
+    return _compress(as_uint(coded), predictor, cctx, bands, zigzag)
+
+
+def zigzags(arr: np.ndarray, tier: str) -> bool:
+    """Whether a group's residuals are zigzagged: lossless integers wider than a byte."""
+    return tier == "lossless" and arr.dtype.kind in "ui" and arr.dtype.itemsize > 1
 
 
 def _reference(i: int, b: int, n: int, layout: str) -> int:
@@ -76,12 +86,15 @@ def encode_lossless(
     predictor: str,
     bands: int,
 ) -> tuple[list[group_header.Record], list[bytes]]:
+    zz = zigzags(arr, "lossless")
     return choose_records(
         arr.shape[0],
         b,
         reference=lambda i: _reference(i, b, arr.shape[0], layout),
-        alone=lambda i: _raw_blob(arr[i], predictor, cctx, bands),
-        delta=lambda i, ref: _compress(as_uint(arr[i]) - as_uint(arr[ref]), "none", cctx, bands),
+        alone=lambda i: _raw_blob(arr[i], predictor, cctx, bands, zz),
+        delta=lambda i, ref: _compress(
+            as_uint(arr[i]) - as_uint(arr[ref]), "none", cctx, bands, zz
+        ),
         same=lambda i, ref: np.array_equal(as_uint(arr[i]), as_uint(arr[ref])),
         fallback=fallback,
     )

@@ -21,7 +21,10 @@ decoding; the store's checksums cover their bytes). Every field is checked by
 Optional keys: ``"predictor"`` and ``"transform"`` (see ``codec``), and ``"bands": k``
 (2..64): every raw and delta record is then ``k`` zstd frames, one per horizontal band
 of rows (:meth:`Header.band_rows`), coded on its own so bands decode in parallel; their
-compressed lengths are a 7th field of the record's entry.
+compressed lengths are a 7th field of the record's entry. ``"residuals": "zigzag"``
+(lossless integers of 2-8 bytes): the values of raw and delta records are zigzag codes of
+their residuals (0, -1, 1, -2... as 0, 1, 2, 3...), so that small residuals of either sign
+have high byte planes of zeros; groups without it hold them plain.
 
 Planar groups (a video's native planes, see ``_planes``) add ``"planes": [[h, w], ...]``
 (1..4 planes whose samples add up to the frame), ``"segments": [[offset, rows, width],
@@ -103,6 +106,8 @@ class Header:
     """Planar groups with FFV1 raw records: the planes' pixel format."""
     extradata: bytes = b""
     """Planar groups with FFV1 raw records: the coder's configuration record."""
+    zigzag: bool = False
+    """Raw and delta records hold their residuals zigzagged (``"residuals": "zigzag"``)."""
 
     @property
     def count(self) -> int:
@@ -180,7 +185,8 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise StoreCorrupt(f"group header is not valid JSON: {exc}") from None
     keys = {"dtype", "shape", "base", "layout", "tier", "frames"}
-    optional = {"predictor", "transform", "bands", "planes", "segments", "pix_fmt", "extradata"}
+    optional = {"predictor", "transform", "bands", "planes", "segments", "pix_fmt", "extradata",
+                "residuals"}  # fmt: skip
     if not isinstance(head, dict) or set(head) - optional != keys:
         raise StoreCorrupt(
             f"group header must have the keys {sorted(keys)}, and may have {sorted(optional)}"
@@ -229,6 +235,11 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     if head["tier"] == "lossless" and any(r.kind == "quant" for r in records):
         raise StoreCorrupt("group header: a lossless group holds a quantised record")
     _check_acyclic([r.ref for r in records])
+    residuals = head.get("residuals", "plain")
+    zigzag = residuals == "zigzag"
+    wide_ints = dtype.kind in "ui" and dtype.itemsize > 1 and head["tier"] == "lossless"
+    if residuals not in ("plain", "zigzag") or (zigzag and (planar or not wide_ints)):
+        raise StoreCorrupt("group header: zigzagged residuals need lossless 2- to 8-byte integers")
     if predictor != "none" and not planar and (dtype != np.uint8 or len(shape) < 2):
         raise StoreCorrupt(f"group header: the {predictor} predictor needs uint8 frames of 2+ dims")
     if transform != "none" and (dtype != np.uint8 or shape[-1] != 3 or head["tier"] != "lossless"):
@@ -246,6 +257,7 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
         predictor,
         transform,
         bands,
+        zigzag=zigzag,
     )
     if not planar:
         return header
