@@ -358,6 +358,7 @@ class Tally:
             setup_s=round(sum(r.setup_s for r in reports), 6),
             memory_budget=max((r.memory_budget for r in reports), default=0),
             sizing=f"per segment: {reports[0].sizing}" if reports else "",
+            source_bytes=max((r.source_bytes for r in reports), default=0),
             output=output, extra={"chunks": chunks} | merged_targets([r.extra for r in reports]),
         )  # fmt: skip
 

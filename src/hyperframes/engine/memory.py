@@ -46,23 +46,25 @@ def plan_for(
     for stage in stages:
         facts.update(stage.facts or {})
     held = sink.footprint(sink_spec, facts)
+    reading = source.footprint()
     length = source.length if isinstance(source.length, int) else None
     if memory is not None:
         budget = parse_memory(memory)
     else:
         budget = default_budget()
         least = least_budget(
-            source.spec, footprints, sink=held, length=length, batch_size=batch_size, slots=slots
-        )
+            source.spec, footprints, sink=held, source=reading, length=length,
+            batch_size=batch_size, slots=slots,
+        )  # fmt: skip
         if least > budget:
             check_pool_memory(
                 least, what=f"this run's pools (batches of {batch_size or 1} frames of "
-                f"{source.spec.describe()}) and what its sink holds",
+                f"{source.spec.describe()}) and what its source and sink hold",
             )  # fmt: skip
             budget = least
     return plan_run(
-        source.spec, footprints, budget=budget, sink=held, length=length, batch_size=batch_size,
-        slots=slots,
+        source.spec, footprints, budget=budget, sink=held, source=reading, length=length,
+        batch_size=batch_size, slots=slots,
     )  # fmt: skip
 
 

@@ -64,7 +64,7 @@ class Plan:
         scratch: the scratch pool of each stage that declares scratch batches (by the
             stage's name): slots of the frames it gets.
         sink_bytes: what the sink may hold outside the pools.
-        budget: the run's memory budget in bytes (pools and sink together).
+        budget: the run's memory budget in bytes (pools, source and sink together).
         why: one line saying how the batch size was chosen.
     """
 
@@ -75,6 +75,8 @@ class Plan:
     budget: int
     why: str
     scratch: tuple[PoolPlan, ...] = ()
+    source_bytes: int = 0
+    """What the source may hold outside the pools (a decoder's frames)."""
 
     @property
     def pool_bytes(self) -> int:
@@ -85,7 +87,7 @@ class Plan:
     def left(self) -> int:
         """What the budget has left for the pools of stages that did not declare their
         frames."""
-        return self.budget - self.pool_bytes - self.sink_bytes
+        return self.budget - self.pool_bytes - self.sink_bytes - self.source_bytes
 
     def scratch_of(self, name: str) -> PoolPlan | None:
         """The scratch pool planned for stage ``name``, if it declared scratch batches."""
@@ -108,6 +110,7 @@ def plan_run(
     *,
     budget: int,
     sink: Footprint = NOTHING,
+    source: Footprint = NOTHING,
     length: int | None = None,
     batch_size: int | None = None,
     slots: int | None = None,
@@ -116,14 +119,16 @@ def plan_run(
     into ``sink``.
 
     Every pool has the same slots and batch size, so the plan picks the largest batch
-    whose pools fit the budget together with the sink's ``least``; the sink then gets
-    what is left, up to its ``wants``.
+    whose pools fit the budget together with the source's and the sink's ``least``; the
+    source then gets what is left up to its ``wants`` (a decoder's threads), and the
+    sink the rest up to its own.
 
     Args:
         spec: the source's frames.
         stages: the stages' footprints, in order.
-        budget: the bytes the pools and the sink may take together.
+        budget: the bytes the pools, the source and the sink may take together.
         sink: the sink's footprint.
+        source: what the source holds outside the pools (``least``, ``wants``).
         length: the input's frames, if known: no more slots than batches (plus the
             source's last read), and no batch larger than the input.
         batch_size: an explicit batch size, which wins over the automatic one.
@@ -151,7 +156,7 @@ def plan_run(
         why = f"the largest power of two with a slot under {mib(TARGET_SLOT_BYTES)}"
     for size in sizes:
         need = slots_needed([*stages, sink], size, workers=workers, length=length, slots=slots)
-        if (frame * need + frame_scratch) * size + sink.least <= budget:
+        if (frame * need + frame_scratch) * size + sink.least + source.least <= budget:
             if size != sizes[0]:
                 why = f"the largest power of two whose {need} slots fit the budget"
             planned = tuple(
@@ -160,9 +165,10 @@ def plan_run(
             )
             extra = tuple(PoolPlan(name, s, size, n) for name, s, n in scratch)
             left = budget - (frame * need + frame_scratch) * size
-            sink_bytes = min(left, max(sink.least, sink.wants))
-            return Plan(size, need, planned, sink_bytes, budget, why, extra)
-    raise MemoryError(_too_small(spec, stages, pools, sink, budget, size, need, batch_size))
+            source_bytes = min(left - sink.least, max(source.least, source.wants))
+            sink_bytes = min(left - source_bytes, max(sink.least, sink.wants))
+            return Plan(size, need, planned, sink_bytes, budget, why, extra, source_bytes)
+    raise MemoryError(_too_small(spec, stages, pools, sink, source, budget, size, need, batch_size))
 
 
 def least_budget(
@@ -170,6 +176,7 @@ def least_budget(
     stages: Sequence[Footprint],
     *,
     sink: Footprint = NOTHING,
+    source: Footprint = NOTHING,
     length: int | None = None,
     batch_size: int | None = None,
     slots: int | None = None,
@@ -182,7 +189,7 @@ def least_budget(
     frame_scratch = sum(s.nbytes * n for _, s, n in scratch_specs(spec, stages))
     workers = sum(stage.workers for stage in stages)
     need = slots_needed([*stages, sink], size, workers=workers, length=length, slots=slots)
-    return (frame * need + frame_scratch) * size + sink.least
+    return (frame * need + frame_scratch) * size + sink.least + source.least
 
 
 def slots_needed(
@@ -241,6 +248,7 @@ def _too_small(
     stages: Sequence[Footprint],
     pools: list[tuple[str, FrameSpec]],
     sink: Footprint,
+    source: Footprint,
     budget: int,
     size: int,
     need: int,
@@ -250,6 +258,7 @@ def _too_small(
     scratch = scratch_specs(spec, stages)
     frame = sum(s.nbytes for s in [spec, *(s for _, s in pools)])
     total = (frame * need + sum(s.nbytes * n for _, s, n in scratch)) * size + sink.least
+    total += source.least
     what = f"{need} slots of {size} frame{'s' if size > 1 else ''} of {spec.describe()}"
     if pools:
         what += f" (and {len(pools)} stage pool{'s' if len(pools) > 1 else ''} of "
@@ -261,6 +270,8 @@ def _too_small(
         what += f", {hold} of them held back by ordered stages (a grouping's max_len, a window)"
     if sink.least:
         what += f", and the {sink.name}'s {mib(sink.least)}"
+    if source.least:
+        what += f", and the {source.name}'s {mib(source.least)}"
     fix = (
         "pass a smaller batch_size= or a larger memory="
         if batch_size is not None

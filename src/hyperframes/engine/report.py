@@ -104,7 +104,9 @@ class RunReport:
         batch_size: frames per batch.
         setup_s: the part of ``wall_s`` spent before the first frame was read (planning,
             pools, stage start-up: processes or actors).
-        memory_budget: the run's memory budget in bytes (all pools together).
+        memory_budget: the run's memory budget in bytes (the pools, and what the source
+            and the sink hold outside them).
+        source_bytes: what the plan gave the source outside the pools (a decoder's frames).
         sizing: how the batch size was chosen.
         output: what the sink returned (e.g. the output path), if anything.
         failures: dead letters: ``{"stage", "frame", "error"}`` for each frame that failed
@@ -126,6 +128,7 @@ class RunReport:
     setup_s: float = 0.0
     memory_budget: int = 0
     sizing: str = ""
+    source_bytes: int = 0
     output: Any = None
     failures: tuple[dict[str, Any], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -170,7 +173,8 @@ class RunReport:
             f"batch {self.batch_size} ({self.sizing}); {self.pool_slots} slots per pool; "
             f"pools {self.pool_bytes / 2**20:.1f} MiB of a {self.memory_budget / 2**20:.0f} MiB "
             f"budget, in use at most {self.pool_high_water_bytes / 2**20:.1f} MiB "
-            f"({self.pool_high_water_slots} slots over all pools)",
+            f"({self.pool_high_water_slots} slots over all pools)"
+            + (f"; the decoder {self.source_bytes / 2**20:.1f} MiB" if self.source_bytes else ""),
             f"reorder buffer high-water {self.reorder_high_water} batches",
             f"{'stage':<24}{'workers':>8}{'frames':>9}{'busy s':>9}{'wait in':>9}"
             f"{'wait out':>9}{'queue hw':>9}",

@@ -102,6 +102,7 @@ def run_report(
         setup_s=round(setup, 6),
         memory_budget=runner.plan.budget,
         sizing=runner.plan.why,
+        source_bytes=runner.plan.source_bytes,
         output=output,
         failures=tuple(runner.dead.snapshot()),
         extra=_extra(runner),

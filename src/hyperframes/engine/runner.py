@@ -118,6 +118,7 @@ class Runner:
             self.memory = Pools(self.plan, self.executor)
             self.pool = self._start_stages()
             sink.grant(self.plan.sink_bytes)
+            source.use_memory(self.plan.source_bytes)
         except BaseException:
             self.executor.close()  # stages may have started workers already
             raise

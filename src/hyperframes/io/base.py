@@ -117,6 +117,17 @@ class Source(ABC):
     def open(self) -> None:  # noqa: B027 - optional hook
         """Acquire resources (files, decoders); called once before the first read."""
 
+    def footprint(self) -> Footprint:
+        """What reading holds outside the run's pools, for its plan: ``least`` (a
+        decoder's frames on one thread, say) and ``wants`` (on all the threads it would
+        take). Nothing by default. Called before :meth:`open`."""
+        return Footprint("source")
+
+    def use_memory(self, nbytes: int) -> None:  # noqa: B027 - optional hook
+        """The bytes the run's plan gives this source outside the pools (at least its
+        footprint's ``least``): a decoder takes as many threads as fit. Called before
+        :meth:`open`."""
+
     def for_run(self) -> Source:
         """The source one run reads: ``self`` (the default), or a fresh copy for sources
         that can be read by several runs at once (an array, a frame generator).

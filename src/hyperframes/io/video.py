@@ -35,8 +35,9 @@ import av.video.stream
 import numpy as np
 
 from ..errors import CorruptFrame, MediaError
-from .base import Chunk, Source
+from .base import Chunk, Footprint, Source
 from .convert import FrameConverter, turned
+from .decoder_memory import auto_threads, decoding, frame_bytes, threads_within
 from .formats import CHANNELS, OnCorrupt, PixFmt
 from .frame_table import Seek, scan
 from .layouts import TAGS, Layout, native_layout
@@ -279,6 +280,7 @@ class VideoSource(Source):
         )
         if pix_fmt in ("native", "yuv420p"):  # planes: a store keeps them, with their tags
             self.info.update(tags, layout=native.name if native else "yuv420p")
+        self._thread_cap: int | None = None  # what the run's plan holds (use_memory)
         self._container: av.container.InputContainer | None = None
         self._frames: Iterator[tuple[int, int, av.VideoFrame]] | None = None
         self._decoder: SparseDecoder | None = None
@@ -286,15 +288,34 @@ class VideoSource(Source):
         self._seen = 0
         self._last_time: float | None = None
 
+    def footprint(self) -> Footprint:
+        """The decoder's frames (and a frame of RGB at the stream's size where frames are
+        resized after their conversion), on one thread and on the threads it would take
+        (:mod:`.decoder_memory`)."""
+        facts = self._facts
+        return decoding(facts["width"], facts["height"], facts["pix_fmt"], resized=self.size,
+                        pix_fmt=self.pix_fmt, threads=self.threads)  # fmt: skip
+
+    def use_memory(self, nbytes: int) -> None:
+        """Decode on as many threads as ``nbytes`` holds (FFmpeg's own count at most)."""
+        if self.threads is True:
+            facts = self._facts
+            frame, scratch = frame_bytes(facts["width"], facts["height"], facts["pix_fmt"],
+                                          self.size, self.pix_fmt)  # fmt: skip
+            most = auto_threads()
+            fit = threads_within(nbytes, frame, most=most, scratch=scratch)
+            self._thread_cap = fit if fit < most else None
+
     def open(self) -> None:
         """Open the decoder (also done by the first :meth:`read_into`)."""
         if self._container is not None:
             return
         container, stream = open_video(self.path)
-        if self.threads:
+        threads = self._thread_cap or self.threads
+        if threads:
             stream.thread_type = "AUTO"
-            if not isinstance(self.threads, bool):
-                stream.codec_context.thread_count = int(self.threads)
+            if not isinstance(threads, bool):
+                stream.codec_context.thread_count = int(threads)
         self._container, self._seen, self.skipped = container, 0, []
         self._decodes = self._restarts = 0
         self._last_time = None

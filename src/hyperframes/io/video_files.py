@@ -9,7 +9,9 @@ fails part-way (with the frames it gave), and the next one is read; with
 
 A job stopped part-way continues with :meth:`VideoFiles.resume_after` (the inputs before
 the one in progress are not read again); ``on_failed`` hears of each input that fails as
-it does, so a list of them can be kept as the job goes.
+it does, so a list of them can be kept as the job goes. The run's memory plan counts the
+largest decoder among the inputs (:meth:`VideoFiles.footprint`), so a 4K file among small
+ones cannot take the run past its budget.
 
 Each frame's metadata says where it came from: ``meta["input"]`` (its input's position in
 :attr:`VideoFiles.inputs`), ``meta["input_frame"]`` (its index in that file) and
@@ -19,6 +21,10 @@ Example:
     >>> source = VideoFiles("clips/")  # doctest: +SKIP
     >>> hf.Pipeline.from_source(source).map(detect, into="boxes").to(
     ...     hf.ResultsSink("boxes.parquet")).run()  # doctest: +SKIP
+
+Longer than 300 lines: one source over many inputs, with the order of its reads, its resume
+after a kept row, its list of failures and its plan of the largest decoder; each part
+reads and moves the same position among the inputs.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import MediaError
-from .base import Chunk, Source
+from .base import Chunk, Footprint, Source
+from .decoder_memory import decoding_of
 from .formats import OnCorrupt, PixFmt, rate_of
 from .inputs import Input, expand, is_image_sequence
 from .positions import DEFAULT_RATE, frame_range
@@ -118,6 +125,8 @@ class VideoFiles(Source):
         } | {key: value for key, value in sampling.items() if value not in (None, False)}
         Sampling.of(step=step, **sampling)  # (a bad choice: refused before any input is read)
         self.failed: list[dict[str, Any]] = []
+        self._reading: Footprint | None = None  # the largest decoder of them all
+        self._memory: int | None = None  # what the run's plan gave it (use_memory)
         self._sources: dict[int, VideoSource | ImageSequenceSource] = {}
         self._later: set[int] = set()  # looked at only when reached
         for k, item in enumerate(self.inputs):
@@ -156,7 +165,35 @@ class VideoFiles(Source):
 
     def _source(self, item: Input, start: int | None = None) -> VideoSource | ImageSequenceSource:
         """The source of ``item`` (a video or an image sequence), from ``start`` if given."""
-        return open_item(item, rate=self.rate, start=start, **self._options)
+        source = open_item(item, rate=self.rate, start=start, **self._options)
+        if self._memory is not None:
+            source.use_memory(self._memory)
+        return source
+
+    def footprint(self) -> Footprint:
+        """The largest decoder among the inputs, planned for before the first frame (each
+        input not opened yet has its header read, once: 2-3 ms a file)."""
+        if self._reading is None:
+            least = wants = 0
+            for k, item in enumerate(self.inputs):
+                found = self._footprint_of(k, item)
+                least, wants = max(least, found.least), max(wants, found.wants)
+            self._reading = Footprint("decoder", least=least, wants=wants)
+        return self._reading
+
+    def _footprint_of(self, k: int, item: Input) -> Footprint:
+        if k in self._sources:
+            return self._sources[k].footprint()
+        if k not in self._later or is_image_sequence(item.path):
+            return Footprint("decoder")  # failed when looked at, or an image at a time
+        return decoding_of(item.path, resized=self._options["size"],
+                           pix_fmt=self._options["pix_fmt"])  # fmt: skip
+
+    def use_memory(self, nbytes: int) -> None:
+        """Every input's decoder takes as many threads as ``nbytes`` holds."""
+        self._memory = nbytes
+        for source in self._sources.values():
+            source.use_memory(nbytes)
 
     def _start_over(self) -> None:
         self.failed = list(self._found_failed)
