@@ -130,8 +130,8 @@ def add_sizing_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--memory", type=memory_size, default=None, metavar="SIZE",
-        help="memory budget for the run's frame pools, e.g. 512MiB or 2GB (default: the "
-        "smaller of 1 GiB and a quarter of the memory available)",
+        help="memory budget for the run's frame pools and decoder, e.g. 512MiB or 2GB "
+        "(default: the smaller of 1 GiB and a quarter of the memory available)",
     )  # fmt: skip
 
 
