@@ -98,3 +98,26 @@ def test_the_threads_follow_what_the_plan_gives():
     assert threads_within(decoder_bytes(frame, 5) - 1, frame, most=17) == 4
     assert threads_within(0, frame, most=17) == 1
     assert threads_within(1 << 40, frame, most=3) == 3
+
+
+def test_sources_around_a_video_declare_its_decoder_and_pass_on_their_share(folder: Path):
+    from hyperframes.io.loop import Looped, Retimed
+    from hyperframes.io.video import VideoSource
+
+    clip = folder / "large_4k.mp4"
+    alone = VideoSource(clip).footprint()
+    assert 100 * MIB < alone.least < alone.wants  # one thread, and FFmpeg's own count (2+)
+    made: list[VideoSource] = []
+
+    def make() -> VideoSource:
+        made.append(VideoSource(clip, fps=5))
+        return made[-1]
+
+    looped = Looped(make, times=2)
+    assert looped.footprint() == alone
+    looped.use_memory(alone.least)  # one thread's worth: every pass decodes on one
+    with looped:
+        while len(looped.read_into(np.empty((8, 2160, 3840, 3), np.uint8))):
+            pass
+    assert len(made) == 2 and [s._thread_cap for s in made] == [1, 1]
+    assert Retimed(VideoSource(clip, fps=5)).footprint() == alone

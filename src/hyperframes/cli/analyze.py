@@ -117,7 +117,7 @@ def analysis(args: argparse.Namespace, path: str) -> tuple[dict[str, Any], list[
     min_len = args.min_len if args.min_len is not None else GroupingOptions().min_len
     max_len = args.max_len or plan_pack(
         source.spec, args.memory or default_budget(), min_len=min_len,
-        batch_size=args.batch_size,
+        batch_size=args.batch_size, source=source.footprint(),
     ).max_len  # fmt: skip
     frames = source.info.get("layout", "rgb24")
     as_pack = f"as pack stores it by default: {frames} frames, hyperframes of at most {max_len}"

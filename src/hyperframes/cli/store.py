@@ -213,7 +213,7 @@ def pack(args: argparse.Namespace) -> dict[str, Any]:
     asked = _first(args.max_len, packed.get("max_len"), None)
     plan = plan_pack(
         whole.spec, budget, min_len=min_len, batch_size=args.batch_size, max_len=asked,
-        workers=workers_of(args.scale),
+        workers=workers_of(args.scale), source=whole.footprint(),
     )  # fmt: skip
     longest = plan.max_len
     if args.intra == "x264" and asked is None:

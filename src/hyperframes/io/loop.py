@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Chunk, Source
+from .base import Chunk, Footprint, Source
 
 
 class Looped(Source):
@@ -30,6 +30,7 @@ class Looped(Source):
             raise ValueError(f"times must be a positive integer, got {times!r}")
         self._make = make
         self.times = times
+        self._memory: int | None = None  # what the run's plan gave the reader
         self._inner = make()
         self.spec = self._inner.spec
         inner_len = self._inner.length
@@ -45,11 +46,24 @@ class Looped(Source):
         self._last_pts: float | None = None
         self._step = 0.0
 
+    def footprint(self) -> Footprint:
+        return self._inner.footprint()
+
+    def use_memory(self, nbytes: int) -> None:
+        self._memory = nbytes
+        self._inner.use_memory(nbytes)
+
+    def _fresh(self) -> None:
+        """A new reader for the next pass, given what the plan gave the first."""
+        self._inner = self._make()
+        if self._memory is not None:
+            self._inner.use_memory(self._memory)
+
     def open(self) -> None:
         """Start from the first pass: a second run reads every pass again."""
         if self._pass or self._seen:
             self._start_over()
-            self._inner = self._make()
+            self._fresh()
         self._inner.open()
 
     def close(self) -> None:
@@ -83,7 +97,7 @@ class Looped(Source):
         if self._last_pts is not None:
             self._time_offset += self._last_pts + self._step
         self._seen, self._last_pts = 0, None
-        self._inner = self._make()
+        self._fresh()
         self._inner.open()
 
 
@@ -103,6 +117,12 @@ class _Around(Source):
 
     def notes(self) -> dict[str, Any]:
         return self._inner.notes()
+
+    def footprint(self) -> Footprint:
+        return self._inner.footprint()
+
+    def use_memory(self, nbytes: int) -> None:
+        self._inner.use_memory(nbytes)
 
 
 class Retimed(_Around):

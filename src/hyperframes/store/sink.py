@@ -28,7 +28,7 @@ from ..errors import StoreError
 from ..frames import FrameSpec
 from ..hyper.grouping.grouper import DEFAULT_MAX_LEN
 from ..hyper.grouping.tagging import grouping_footprint
-from ..io.base import Footprint, Sink
+from ..io.base import NOTHING, Footprint, Sink
 from .writer import WORKERS, StoreWriter
 
 ENCODING_COST = 3
@@ -67,14 +67,16 @@ def plan_pack(
     batch_size: int | None = None,
     workers: int = 2,
     length: int | None = None,
+    source: Footprint = NOTHING,
 ) -> PackPlan:
     """The longest hyperframe a pack of frames of ``spec`` can hold in ``budget`` bytes, and
     its run's plan: the same plan the run makes (``engine.plan``), with the grouping stage's
     held frames and the sink's group buffer and encoding queue in it, so the longest
     hyperframe follows the frames' bytes. Without ``max_len`` the default (60) is lowered
-    until they fit at the automatic batch size (or ``batch_size``): a 1 GiB budget gives
-    60 at 720p, 31 at 1080p and 7 at 4K. The interpreter and the decoder (about 0.3 GB at
-    4K) are not in the budget.
+    until they fit at the automatic batch size (or ``batch_size``), beside what the
+    ``source`` holds outside the pools (its decoder, :meth:`Source.footprint`): a 1 GiB
+    budget gives 60 at 720p, 31 at 1080p and 7 at 4K without it. The interpreter is not in
+    the budget.
 
     Raises:
         MemoryError: the budget cannot hold groups of ``max_len`` (or of ``min_len``).
@@ -89,15 +91,15 @@ def plan_pack(
         grouping = grouping_footprint(max_len=longest, min_len=min_len)
         sink = store_footprint(spec, longest, workers=workers)
         try:
-            plan = plan_run(spec, [grouping], budget=budget, sink=sink, batch_size=batch,
-                            length=length)  # fmt: skip
+            plan = plan_run(spec, [grouping], budget=budget, sink=sink, source=source,
+                            batch_size=batch, length=length)  # fmt: skip
         except MemoryError:
             continue
         return PackPlan(longest, plan)
     longest = max(max_len or 0, min_len, 1)
     grouping = grouping_footprint(max_len=longest, min_len=min_len)
     sink = store_footprint(spec, longest, workers=workers)
-    need = least_budget(spec, [grouping], sink=sink, batch_size=1, length=length)
+    need = least_budget(spec, [grouping], sink=sink, source=source, batch_size=1, length=length)
     raise MemoryError(
         f"a memory budget of {budget >> 20} MiB cannot pack hyperframes of {longest} frames "
         f"of {spec.describe()}; pass memory= of at least {-(-need >> 20)}MiB or a smaller "
