@@ -151,7 +151,8 @@ class VideoDataset(IterableDataset):
             # (where the count is not known, clips come until fewer than a clip are left)
             samples = self.batch_size or 1
             while True:
-                frames = _tensor((samples * self.clip, *source.spec.shape))
+                frames = _tensor((samples * self.clip, *source.spec.shape),
+                                 shared=self.batch_size is not None)  # fmt: skip
                 numbers, times = _fill(source, frames.numpy())
                 whole = len(numbers) // self.clip
                 if not whole:
@@ -173,10 +174,11 @@ class VideoDataset(IterableDataset):
             source.close()
 
 
-def _tensor(shape: tuple[int, ...]) -> Any:
-    """A uint8 tensor of ``shape`` for a sample or a batch: in shared memory inside a
-    ``DataLoader``'s worker, so that it reaches the loop with no copy."""
-    if torch.utils.data.get_worker_info() is None:
+def _tensor(shape: tuple[int, ...], *, shared: bool) -> Any:
+    """A uint8 tensor of ``shape`` for a sample or a batch: a ``shared`` one (a batch) in
+    shared memory inside a ``DataLoader``'s worker, so that it reaches the loop with no
+    copy (a sample is copied into the loader's own batch, which is shared)."""
+    if not shared or torch.utils.data.get_worker_info() is None:
         return torch.empty(shape, dtype=torch.uint8)
     storage = torch.UntypedStorage._new_shared(math.prod(shape))  # as the loader's own collate
     return torch.empty(0, dtype=torch.uint8).set_(storage).view(shape)
