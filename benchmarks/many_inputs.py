@@ -8,6 +8,8 @@ Each approach is the whole command a user runs, timed from start to exit, peak P
 process tree sampled every 0.2 s, side by side in one run (best of ``--repeats``):
 
 * ``hf folder``: ``hyperframes map CLIPS fn --out rows.parquet --size 640x360 --workers 2``
+* ``hf folder, read in this process``: the same with ``--file-timeout 0``: the files read
+  by the job's own process, not by a reader process that can be stopped (the default)
 * ``hf folder, the long file's size and codec``: the same frames as clips of 640x360
   H.264, as the long file is: what many files cost against one
 * ``hf long``: the same on the long file (the goal: the folder job >= 0.9x its fps)
@@ -162,6 +164,15 @@ def main() -> int:
     common = ["fn:brightness", "--size", "640x360", "--workers", "2", "--overwrite"]
     approaches = {
         "hf folder": [*hf, str(clips), *common, "--out", "folder.parquet"],
+        "hf folder, read in this process (--file-timeout 0)": [
+            *hf,
+            str(clips),
+            *common,
+            "--out",
+            "here.parquet",
+            "--file-timeout",
+            "0",
+        ],
         "hf folder, the long file's size and codec": [
             *hf,
             str(uniform),
@@ -192,6 +203,9 @@ def main() -> int:
     print(f"\nhf folder (the long file's size and codec) / hf long fps: "
           f"{best['hf long']['wall'] / alike['wall']:.2f}x (goal >= 0.9), PSS "
           f"{alike['pss'] / best['hf long']['pss']:.2f}x")  # fmt: skip
+    here = best["hf folder, read in this process (--file-timeout 0)"]
+    print(f"hf folder, reader process / read in this process fps: "
+          f"{here['wall'] / best['hf folder']['wall']:.2f}x")  # fmt: skip
     pool_ratio = folder_fps / (frames / best["process pool"]["wall"])
     print(f"hf folder / process pool fps: {pool_ratio:.2f}x (goal >= 1.2)")
     if "ray data" in best:

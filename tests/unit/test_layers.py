@@ -17,15 +17,16 @@ ROOT = Path(hyperframes.__file__).parent
 FLOORS = {
     "errors": 0, "_version": 0, "choices": 0,
     "frames": 1,
-    "executors": 2, "io": 2, "models": 2,
-    "engine": 3,
-    "hyper": 4, "metrics": 4, "modes": 4,
-    "store": 5, "_estimate": 5, "identity": 5, "stages": 5,
-    "pipeline": 6, "gpu": 6,
-    "analysis": 7, "segments": 7,
-    "chunked": 8, "viewer": 8,
-    "cli": 9,
-    "__init__": 10, "__main__": 10,
+    "executors": 2,
+    "io": 3, "models": 3,
+    "engine": 4,
+    "hyper": 5, "metrics": 5, "modes": 5,
+    "store": 6, "_estimate": 6, "identity": 6, "stages": 6,
+    "pipeline": 7, "gpu": 7,
+    "analysis": 8, "segments": 8,
+    "chunked": 9, "viewer": 9,
+    "cli": 10,
+    "__init__": 11, "__main__": 11,
 }  # fmt: skip
 """The floor of each part: a top-level module or subpackage of ``hyperframes``."""
 

@@ -38,6 +38,31 @@ def add_many_options(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+FILE_TIMEOUT_S = 600.0
+"""``--file-timeout``'s default: ten minutes without a frame from one input."""
+
+
+def add_file_timeout_option(p: argparse.ArgumentParser) -> None:
+    """``--file-timeout``: each input read in a child process, stopped where it hangs."""
+    p.add_argument(
+        "--file-timeout", type=seconds, default=FILE_TIMEOUT_S, metavar="S",
+        help="many inputs: read each in a child process, and stop and list one that gives "
+        "nothing for S seconds (a stalled mount, a decoder crash); 0: read them in this "
+        f"process, with no limit (default {FILE_TIMEOUT_S:g})",
+    )  # fmt: skip
+
+
+def seconds(text: str) -> float | None:
+    """A time limit as ``--file-timeout`` takes it, in seconds (``0``: none), checked."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds, 0 or more (60, 2.5), got {text!r}")
+    return value or None
+
+
 def add_rate_option(p: argparse.ArgumentParser) -> None:
     """``--rate``: an image sequence's frame rate."""
     p.add_argument(

@@ -16,6 +16,7 @@ from .common import add_function_options, frame_size, reuse_of
 from .many import (
     PARTIAL,
     Failures,
+    add_file_timeout_option,
     add_many_options,
     add_rate_option,
     inputs_record,
@@ -62,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --resume over many inputs: take the inputs added since, after the others",
     )  # fmt: skip
     add_many_options(p)
+    add_file_timeout_option(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results file")
     add_long_options(p, workers_help="threads (or processes, actors) running the function")
     add_chunk_options(p)
@@ -167,7 +169,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     source = VideoFiles(
         inputs, size=args.size, on_corrupt=args.on_corrupt, colour=args.colour, rate=args.rate,
         on_error="fail" if args.fail_fast else "skip", on_failed=failures.add,
-        **sampling_of(args),
+        file_timeout=args.file_timeout, **sampling_of(args),
     )  # fmt: skip
     if state and "input" in state:
         source.resume_after(state["input"], state["input_frame"], state["next"],

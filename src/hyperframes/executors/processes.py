@@ -141,10 +141,10 @@ def _starting_run() -> CodeType | None:
     return None if module is None else module.Pipeline.run.__code__
 
 
-def unguarded_message(where: str) -> str:
+def unguarded_message(where: str, what: str = "a run with executor='processes'") -> str:
     """The one line that says a run started at a script's top level, and what to do."""
     return (
-        f"a run with executor='processes' started at the top level of the main script "
+        f"{what} started at the top level of the main script "
         f"({where}); every worker process imports that script again and would start the run "
         f"again, so nothing can run; {_child.GUARD_ADVICE}"
     )
@@ -164,7 +164,9 @@ class _Child:
         except (BrokenPipeError, ConnectionResetError, EOFError):
             self._died()
 
-    def call(self, message: tuple[Any, ...]) -> tuple[str, Any]:
+    def call(self, message: tuple[Any, ...], timeout: float | None = None) -> tuple[str, Any]:
+        """Send ``message`` and wait for the answer (raises :class:`TimeoutError` after
+        ``timeout`` seconds without one; the child is then still running it)."""
         if not self.ready:
             kind, payload = self._receive()
             if kind == "failed":
@@ -179,23 +181,30 @@ class _Child:
             self.conn.send(message)
         except (BrokenPipeError, ConnectionResetError, EOFError):
             self._died()
-        return self._receive()
+        return self._receive(timeout)
 
-    def _receive(self) -> tuple[str, Any]:
-        wait([self.conn, self.process.sentinel])
+    def _receive(self, timeout: float | None = None) -> tuple[str, Any]:
+        if not wait([self.conn, self.process.sentinel], timeout):
+            raise TimeoutError(f"no answer from worker process {self.process.pid} in {timeout} s")
         try:
             answer: tuple[str, Any] = self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
             self._died()
         return answer
 
-    def _died(self) -> Any:
+    def ending(self) -> str:
+        """How the child ended: "exited with code 1", "was killed by signal 9 (...)"."""
         self.process.join(STOP_GRACE_S)
         code = self.process.exitcode
-        how = "is gone" if code is None else f"exited with code {code}"
-        if code is not None and code < 0:
-            how = f"was killed by signal {-code} (exit code {code})"
-        if code == _child.STARTING_EXIT:
+        if code is None:
+            return "is gone"
+        if code < 0:
+            return f"was killed by signal {-code} (exit code {code})"
+        return f"exited with code {code}"
+
+    def _died(self) -> Any:
+        how = self.ending()
+        if self.process.exitcode == _child.STARTING_EXIT:
             main = getattr(sys.modules.get("__main__"), "__file__", None) or "the main module"
             raise StageError(
                 f"stage {self.stage!r}: its worker process {self.process.pid} stopped while "
@@ -213,7 +222,16 @@ class _Child:
         self.conn.close()
 
 
-def _end_all(children: list[_Child]) -> None:
+def start_child(context: Any, *, name: str, stage: str, fn: Any) -> _Child:
+    """A new child process running the worker loop (:func:`_child.serve`) for ``fn``."""
+    parent_end, child_end = context.Pipe()
+    process = context.Process(target=_child.serve, args=(child_end,), name=name, daemon=True)
+    process.start()
+    child_end.close()
+    return _Child(process, parent_end, stage=stage, fn=function_name(fn))
+
+
+def end_all(children: list[_Child]) -> None:
     """Close every child's connection, then wait, terminate and kill as needed."""
     doomed, children[:] = list(children), []
     for child in doomed:
@@ -242,21 +260,39 @@ class _Remote:
             self._idle.put(child)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        blocks = self._executor.blocks
-        encoded_args, encoded_kwargs = encode_all(args, kwargs, blocks.locate)
         child = self._idle.get()
         try:
-            kind, payload = child.call(("call", encoded_args, encoded_kwargs))
+            return call_child(child, self._executor.blocks, args, kwargs, stage=self._stage)
         finally:
             self._idle.put(child)
-        if kind == "raised":
-            raise reraised(payload, stage=self._stage, where=f"worker process {child.process.pid}")
-        assert isinstance(payload, Returned)
-        for i, array in payload.written.items():
-            np.copyto(args[i], array)
-        if isinstance(payload.value, Shared):
-            return blocks.view(payload.value.where)
-        return payload.value
+
+
+def call_child(
+    child: _Child,
+    blocks: SharedBlocks,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    stage: str,
+    timeout: float | None = None,
+) -> Any:
+    """``fn(*args, **kwargs)`` run by ``child``: arrays in ``blocks`` travel as where they
+    lie, what it wrote into the others is copied back, and what it raised is raised here.
+
+    Raises:
+        TimeoutError: no answer within ``timeout`` seconds (the child is still busy).
+        StageError: the child ended while it ran the call.
+    """
+    encoded_args, encoded_kwargs = encode_all(args, kwargs, blocks.locate)
+    kind, payload = child.call(("call", encoded_args, encoded_kwargs), timeout)
+    if kind == "raised":
+        raise reraised(payload, stage=stage, where=f"worker process {child.process.pid}")
+    assert isinstance(payload, Returned)
+    for i, array in payload.written.items():
+        np.copyto(args[i], array)
+    if isinstance(payload.value, Shared):
+        return blocks.view(payload.value.where)
+    return payload.value
 
 
 class ProcessExecutor:
@@ -293,7 +329,7 @@ class ProcessExecutor:
         self._pids: list[int] = []
         self._lock = threading.Lock()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _end_all, self._children)
+        self._finalizer = weakref.finalize(self, end_all, self._children)
 
     def allocate(self, nbytes: int) -> Any:
         """A shared block of ``nbytes`` for a pool (unlinked again by :meth:`close`)."""
@@ -320,18 +356,12 @@ class ProcessExecutor:
             self._context.set_forkserver_preload([_child.__name__])
         children = []
         for k in range(workers):
-            parent_end, child_end = self._context.Pipe()
-            process = self._context.Process(  # type: ignore[attr-defined]
-                target=_child.serve, args=(child_end,), name=f"hf-{stage}-{k}", daemon=True
-            )
             with self._lock:
                 if self._closed:
                     raise RuntimeError("this ProcessExecutor is closed")
-                process.start()
-                child = _Child(process, parent_end, stage=stage, fn=function_name(fn))
+                child = start_child(self._context, name=f"hf-{stage}-{k}", stage=stage, fn=fn)
                 self._children.append(child)
-                self._pids.append(int(process.pid or 0))
-            child_end.close()
+                self._pids.append(int(child.process.pid or 0))
             children.append(child)
         for child in children:  # after every start, so children boot in parallel
             child.load(payload)
@@ -346,7 +376,7 @@ class ProcessExecutor:
         with self._lock:
             self._closed = True
         try:
-            _end_all(self._children)
+            end_all(self._children)
         finally:
             self.blocks.unlink_all()
 

@@ -203,6 +203,8 @@ class Footprint:
         scratch_batches: batches of the frames it gets that it copies outside its pools
             at once (a reuse strategy's rows, a retry's backup of a batch, a failing
             batch's frames tried one by one): a pool of that many slots the plan makes.
+            A source's are counted, not made: it holds them itself (a reader process's
+            batch).
         least: bytes outside the pools without which it cannot run (a sink's buffers).
         wants: bytes outside the pools it can use well (at least ``least``).
     """

@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from .file_reader import open_item
 from .inputs import Input, expand
 from .tensors import import_torch
-from .video_files import READ_ERRORS, OnError, open_item
+from .video_files import READ_ERRORS, OnError
 
 torch = import_torch()
 IterableDataset: Any = torch.utils.data.IterableDataset

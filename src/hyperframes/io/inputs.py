@@ -167,6 +167,8 @@ def is_video(path: Path) -> bool:
     """Whether ``path`` holds a video container by its first bytes, or is named as one."""
     if path.suffix.lower() in VIDEO_SUFFIXES:
         return True
+    if not path.is_file():  # a FIFO or a device: reading its first bytes could wait forever
+        return False
     try:
         with open(path, "rb") as f:
             head = f.read(192)

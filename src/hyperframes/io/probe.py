@@ -54,7 +54,7 @@ def open_video(
             f"{str(where)!r} is a folder and holds no image sequence, not a video file; name "
             "a video file, or a folder of images (one sequence)"
         )
-    if where.stat().st_size == 0:
+    if where.is_file() and where.stat().st_size == 0:  # (a FIFO is read as a stream)
         raise MediaError(f"{str(where)!r} is empty (0 bytes); it is not a video yet")
     try:
         container = av.open(str(where), mode="r")

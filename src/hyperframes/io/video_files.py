@@ -40,12 +40,10 @@ import numpy as np
 
 from ..errors import MediaError
 from .base import Chunk, Footprint, Source
-from .decoder_memory import decoding_of
-from .formats import OnCorrupt, PixFmt, rate_of
-from .inputs import Input, expand, is_image_sequence
-from .positions import DEFAULT_RATE, frame_range
-from .sampling import Sampling, times_of
-from .sources import open_input
+from .file_reader import ReaderProcess, RemoteSource, header_footprint, open_item
+from .formats import OnCorrupt, PixFmt
+from .inputs import Input, expand
+from .sampling import Sampling
 
 if TYPE_CHECKING:
     from .images import ImageSequenceSource
@@ -73,6 +71,13 @@ class VideoFiles(Source):
         on_error: a file that cannot be opened or read: ``"skip"`` lists it in
             :attr:`failed` and goes on; ``"fail"`` raises.
         on_failed: called with each entry of :attr:`failed` as it is added.
+        file_timeout: read each input in a child process that is stopped when a read (the
+            header, opening, or one batch) gives nothing for this many seconds: the input
+            is listed as failed and the next is read in a fresh process, as is an input
+            whose decoder crashes. ``None`` (the default): read in this process, with no
+            limit. The child's batch buffer is one batch more than the pools hold
+            (planned). A script that passes it must start its run under
+            ``if __name__ == "__main__":``.
 
     Attributes:
         inputs: every input, sorted (the failed ones too).
@@ -101,6 +106,7 @@ class VideoFiles(Source):
         rate: Fraction | float | str | None = None,
         on_error: OnError = "skip",
         on_failed: Callable[[dict[str, Any]], None] | None = None,
+        file_timeout: float | None = None,
     ) -> None:
         if on_error not in ("skip", "fail"):
             raise ValueError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
@@ -113,6 +119,7 @@ class VideoFiles(Source):
         else:
             self.inputs = expand(inputs)
         self.on_error, self.on_failed = on_error, on_failed
+        self._reader = None if file_timeout is None else ReaderProcess(file_timeout)
         self.rate = rate
         self._resume: tuple[int, int, int, int | None] | None = None
         sampling: dict[str, Any] = {"keyframes": keyframes, "fps": fps, "at": at,
@@ -128,7 +135,7 @@ class VideoFiles(Source):
         self.failed: list[dict[str, Any]] = []
         self._reading: Footprint | None = None  # the largest decoder of them all
         self._memory: int | None = None  # what the run's plan gave it (use_memory)
-        self._sources: dict[int, VideoSource | ImageSequenceSource] = {}
+        self._sources: dict[int, VideoSource | ImageSequenceSource | RemoteSource] = {}
         self._later: set[int] = set()  # looked at only when reached
         for k, item in enumerate(self.inputs):
             try:
@@ -164,9 +171,16 @@ class VideoFiles(Source):
         self._found_failed = list(self.failed)
         self._start_over()
 
-    def _source(self, item: Input, start: int | None = None) -> VideoSource | ImageSequenceSource:
-        """The source of ``item`` (a video or an image sequence), from ``start`` if given."""
-        source = open_item(item, rate=self.rate, start=start, **self._options)
+    def _source(
+        self, item: Input, start: int | None = None
+    ) -> VideoSource | ImageSequenceSource | RemoteSource:
+        """The source of ``item`` (a video or an image sequence), from ``start`` if given
+        (read in the reader process where there is one)."""
+        if self._reader is not None:
+            source: Any = self._reader.open(item, rate=self.rate, start=start,
+                                            options=self._options)  # fmt: skip
+        else:
+            source = open_item(item, rate=self.rate, start=start, **self._options)
         if self._memory is not None:
             source.use_memory(self._memory)
         return source
@@ -176,20 +190,33 @@ class VideoFiles(Source):
         input not opened yet has its header read, once, on a thread a core: 2-3 ms a
         file on one)."""
         if self._reading is None:
-            threads = min(32, 2 * len(os.sched_getaffinity(0)))
-            with ThreadPoolExecutor(threads, thread_name_prefix="hf-headers") as pool:
-                found = list(pool.map(self._footprint_of, range(len(self.inputs)), self.inputs))
+            if self._reader is not None:  # one at a time in the child, each within the limit
+                found = [self._footprint_of(k, item) for k, item in enumerate(self.inputs)]
+            else:
+                threads = min(32, 2 * len(os.sched_getaffinity(0)))
+                with ThreadPoolExecutor(threads, thread_name_prefix="hf-headers") as pool:
+                    found = list(pool.map(self._footprint_of, range(len(self.inputs)),
+                                          self.inputs))  # fmt: skip
             least, wants = max(f.least for f in found), max(f.wants for f in found)
-            self._reading = Footprint("decoder", least=least, wants=wants)
+            own = 0 if self._reader is None else 1  # the reader process's batch
+            self._reading = Footprint("decoder", least=least, wants=wants, scratch_batches=own)
         return self._reading
 
     def _footprint_of(self, k: int, item: Input) -> Footprint:
         if k in self._sources:
             return self._sources[k].footprint()
-        if k not in self._later or is_image_sequence(item.path):
-            return Footprint("decoder")  # failed when looked at, or an image at a time
-        return decoding_of(item.path, resized=self._options["size"],
-                           pix_fmt=self._options["pix_fmt"])  # fmt: skip
+        if k not in self._later:
+            return Footprint("decoder")  # failed when looked at
+        size, pix_fmt = self._options["size"], self._options["pix_fmt"]
+        if self._reader is None:
+            return header_footprint(item, size=size, pix_fmt=pix_fmt)
+        try:
+            return self._reader.header(item, size=size, pix_fmt=pix_fmt)
+        except READ_ERRORS as exc:  # listed now: it is not opened when reached
+            self._later.discard(k)
+            self._fail(k, exc, frames=0)
+            self._found_failed.append(self.failed[-1])
+            return Footprint("decoder")
 
     def use_memory(self, nbytes: int) -> None:
         """Every input's decoder takes as many threads as ``nbytes`` holds."""
@@ -246,7 +273,7 @@ class VideoFiles(Source):
 
     def open(self) -> None:
         """Start from the first input (a second run reads every input again)."""
-        self.close()
+        self._close_sources()
         self._start_over()
 
     def read_into(self, out: np.ndarray) -> Chunk:
@@ -307,9 +334,15 @@ class VideoFiles(Source):
         if self.on_failed is not None:
             self.on_failed(failure)
 
-    def close(self) -> None:
+    def _close_sources(self) -> None:
         for source in self._sources.values():
             source.close()
+
+    def close(self) -> None:
+        """Close every input, and end the reader process if there is one."""
+        self._close_sources()
+        if self._reader is not None:
+            self._reader.close()
 
     def progress_note(self) -> str:
         """``"file 12/400"``: the input being read, of all."""
@@ -318,22 +351,3 @@ class VideoFiles(Source):
     def notes(self) -> dict[str, Any]:
         """How many inputs, each finished one's frames and seconds, and those that failed."""
         return {"inputs": len(self.inputs), "read": self._figures, "failed": self.failed}
-
-
-def open_item(
-    item: Input,
-    *,
-    rate: Fraction | float | str | None = None,
-    start: int | None = None,
-    **options: Any,
-) -> VideoSource | ImageSequenceSource:
-    """The source of one input of a job: its range (``start``/``stop``, times turned into
-    frames), its manifest's ``at`` times, an image sequence at ``rate`` (25 unless given);
-    from ``start`` where given."""
-    images = is_image_sequence(item.path)
-    every = (DEFAULT_RATE if rate is None else rate_of(rate)) if images else None
-    first, stop = frame_range(item.path, item.start, item.stop, rate=every)  # times: frames
-    if "at" in item.columns:  # this row's own times
-        options = {**options, "at": times_of(item.columns["at"], item.path)}
-    return open_input(item.path, start=first if start is None else start, stop=stop,
-                      rate=every, **options)  # fmt: skip

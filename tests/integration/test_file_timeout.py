@@ -1,0 +1,143 @@
+"""Inputs read in a reader process (``--file-timeout``, ``VideoFiles(file_timeout=)``): a
+file that hangs is stopped and listed after the timeout, one whose reader crashes is
+listed, the rest are read as in this process, and nothing is left behind.
+
+The hanging file is a FIFO with no writer: FFmpeg's open of it waits forever, as a read
+from a stalled network mount does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hyperframes as hf
+from hyperframes.cli import main
+from hyperframes.cli.many import PARTIAL
+from hyperframes.engine.plan import plan_run
+from hyperframes.frames import FrameSpec
+from hyperframes.io.base import Footprint
+
+FUNCTION = """
+def brightness(frames):
+    return [round(float(f.mean()), 6) for f in frames]
+"""
+
+
+def shm_names() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def readers_alive() -> list[int]:
+    """Children of this process named as reader processes."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("PPid", "").strip() == str(os.getpid()) and "hf-reader" in Path(
+            f"/proc/{entry}/cmdline"
+        ).read_bytes().decode(errors="replace") + fields.get("Name", ""):
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def folder(tmp_path: Path, clip_path, monkeypatch) -> Path:
+    """``clips/`` with two real clips and, between them in order, a FIFO that no one
+    writes to; the function's module beside it."""
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    shutil.copy(clip_path("bikes.mp4"), clips / "a_bikes.mp4")
+    shutil.copy(clip_path("carphone_pristine.mp4"), clips / "c_carphone.mp4")
+    (tmp_path / "brightness_fn.py").write_text(FUNCTION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return clips
+
+
+def test_a_hanging_file_is_stopped_listed_and_the_rest_written(folder: Path, tmp_path, capsys):
+    reference = tmp_path / "reference.jsonl"
+    argv = ["map", "clips", "brightness_fn:brightness", "--size", "160x96"]
+    assert main([*argv, "--out", str(reference), "--file-timeout", "0"]) == 0
+    capsys.readouterr()
+    os.mkfifo(folder / "b_stalled.mp4")  # sorted between the two clips
+    before = shm_names()
+    out = tmp_path / "rows.jsonl"
+    began = time.monotonic()
+    assert main([*argv, "--out", str(out), "--file-timeout", "2", "--json"]) == PARTIAL
+    took = time.monotonic() - began
+    report = json.loads(capsys.readouterr().out)
+    failures = [json.loads(line) for line in Path(report["failures"]).read_text().splitlines()]
+    assert [Path(f["path"]).name for f in failures] == ["b_stalled.mp4"]
+    assert "2 s" in failures[0]["reason"] and "file timeout" in failures[0]["reason"]
+    assert out.read_text() == reference.read_text()  # every other row, as read here
+    assert took < 30
+    assert readers_alive() == []
+    assert shm_names() - before == set()
+
+
+def test_a_reader_that_dies_fails_its_file_alone(tmp_path: Path, clip_path):
+    paths = [str(clip_path("bikes.mp4")), str(clip_path("carphone_pristine.mp4"))]
+    source = hf.VideoFiles(paths, size=(160, 96), file_timeout=30)
+    before = shm_names()
+    got: dict[int, int] = {}
+    killed = False
+    for _, _, meta in hf.Pipeline.from_source(source, batch_size=8).iter_batches(meta=True):
+        for k in meta["input"]:
+            got[int(k)] = got.get(int(k), 0) + 1
+        if not killed:  # a crash in the decoder, as the parent sees it
+            os.kill(source._reader._worker.pid, signal.SIGKILL)
+            killed = True
+    assert [f["path"] for f in source.failed] == [paths[0]]
+    assert "killed by signal 9" in source.failed[0]["reason"]
+    assert 0 < source.failed[0]["frames"] < 250
+    assert got[1] == 120  # the next file, whole, in a fresh reader
+    assert readers_alive() == []
+    assert shm_names() - before == set()
+
+
+def test_files_read_in_a_reader_give_the_frames_read_here(clip_path):
+    paths = [str(clip_path("bikes.mp4")), str(clip_path("carphone_pristine.mp4"))]
+
+    def frames(**options) -> np.ndarray:
+        source = hf.VideoFiles(paths, size=(160, 96), **options)
+        batches = hf.Pipeline.from_source(source, batch_size=16).iter_batches()
+        return np.concatenate([frames for _, frames in batches])
+
+    here, there = frames(), frames(file_timeout=30)
+    assert here.shape == (370, 96, 160, 3)
+    np.testing.assert_array_equal(here, there)
+
+
+def test_the_plan_counts_the_reader_batch():
+    spec = FrameSpec((720, 1280, 3), np.uint8)
+    plain = plan_run(spec, [], budget=2**30, source=Footprint("decoder"))
+    read = plan_run(spec, [], budget=2**30, source=Footprint("decoder", scratch_batches=1))
+    assert read.batch_size * (read.slots + 1) * spec.nbytes <= 2**30
+    assert read.batch_size <= plain.batch_size
+    tight = plan_run(spec, [], budget=spec.nbytes * 3, batch_size=1, source=Footprint("decoder"))
+    assert tight.slots == 3  # the source's, the sink's and a spare slot, and no more room
+    with pytest.raises(MemoryError, match="decoder's 1 batch of its own"):
+        plan_run(spec, [], budget=spec.nbytes * 3, batch_size=1,
+                 source=Footprint("decoder", scratch_batches=1))  # fmt: skip
+
+
+@pytest.mark.parametrize("given", ["-1", "soon", "inf"])
+def test_a_bad_file_timeout_is_refused_in_one_line(given, folder: Path, capsys):
+    argv = ["map", "clips", "brightness_fn:brightness", "--out", "r.jsonl"]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--file-timeout", given])
+    assert stop.value.code == 2
+    assert "--file-timeout" in capsys.readouterr().err
