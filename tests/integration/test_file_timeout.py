@@ -21,9 +21,6 @@ import pytest
 import hyperframes as hf
 from hyperframes.cli import main
 from hyperframes.cli.many import PARTIAL
-from hyperframes.engine.plan import plan_run
-from hyperframes.frames import FrameSpec
-from hyperframes.io.base import Footprint
 
 FUNCTION = """
 def brightness(frames):
@@ -121,17 +118,11 @@ def test_files_read_in_a_reader_give_the_frames_read_here(clip_path):
     np.testing.assert_array_equal(here, there)
 
 
-def test_the_plan_counts_the_reader_batch():
-    spec = FrameSpec((720, 1280, 3), np.uint8)
-    plain = plan_run(spec, [], budget=2**30, source=Footprint("decoder"))
-    read = plan_run(spec, [], budget=2**30, source=Footprint("decoder", scratch_batches=1))
-    assert read.batch_size * (read.slots + 1) * spec.nbytes <= 2**30
-    assert read.batch_size <= plain.batch_size
-    tight = plan_run(spec, [], budget=spec.nbytes * 3, batch_size=1, source=Footprint("decoder"))
-    assert tight.slots == 3  # the source's, the sink's and a spare slot, and no more room
-    with pytest.raises(MemoryError, match="decoder's 1 batch of its own"):
-        plan_run(spec, [], budget=spec.nbytes * 3, batch_size=1,
-                 source=Footprint("decoder", scratch_batches=1))  # fmt: skip
+def test_the_reader_decodes_straight_into_the_run_pool(clip_path):
+    source = hf.VideoFiles([str(clip_path("bikes.mp4"))], size=(160, 96), file_timeout=30)
+    report = hf.Pipeline.from_source(source).for_each(lambda *a: None).run()
+    assert report.frames == 250
+    assert source._reader._staging is None  # no batch was copied
 
 
 @pytest.mark.parametrize("given", ["-1", "soon", "inf"])

@@ -77,14 +77,14 @@ class Pools:
         self._left = plan.left
         self._lock = threading.Lock()
 
-    def make(self, planned: PoolPlan) -> FramePool:
-        """The pool ``planned``, its memory allocated now."""
+    def make(self, planned: PoolPlan, buffer: Any = None) -> FramePool:
+        """The pool ``planned``, in ``buffer`` where given, else in memory allocated now."""
         return FramePool(
             planned.spec,
             batch_size=planned.batch_size,
             slots=planned.slots,
             name=planned.name,
-            buffer=self.executor.allocate(planned.nbytes),
+            buffer=self.executor.allocate(planned.nbytes) if buffer is None else buffer,
         )
 
     def allocate(self, nbytes: int, what: str) -> Any:

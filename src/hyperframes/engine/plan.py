@@ -144,7 +144,6 @@ def plan_run(
     frame = sum(s.nbytes for s in [spec, *(s for _, s in pools)])  # a frame in every pool
     scratch = scratch_specs(spec, stages)
     frame_scratch = sum(s.nbytes * slots_ for _, s, slots_ in scratch)  # a frame a slot
-    frame_scratch += spec.nbytes * source.scratch_batches  # a reader process's own batches
     workers = sum(stage.workers for stage in stages)
     if batch_size is not None:
         sizes = [check_batch_size(batch_size)]
@@ -188,7 +187,6 @@ def least_budget(
     pools = pool_specs(spec, [stage.spec for stage in stages])
     frame = sum(s.nbytes for s in [spec, *(s for _, s in pools)])
     frame_scratch = sum(s.nbytes * n for _, s, n in scratch_specs(spec, stages))
-    frame_scratch += spec.nbytes * source.scratch_batches
     workers = sum(stage.workers for stage in stages)
     need = slots_needed([*stages, sink], size, workers=workers, length=length, slots=slots)
     return (frame * need + frame_scratch) * size + sink.least + source.least
@@ -259,8 +257,7 @@ def _too_small(
     """The one line that says what the budget cannot hold, and what to do."""
     scratch = scratch_specs(spec, stages)
     frame = sum(s.nbytes for s in [spec, *(s for _, s in pools)])
-    frame_scratch = sum(s.nbytes * n for _, s, n in scratch) + spec.nbytes * source.scratch_batches
-    total = (frame * need + frame_scratch) * size + sink.least
+    total = (frame * need + sum(s.nbytes * n for _, s, n in scratch)) * size + sink.least
     total += source.least
     what = f"{need} slots of {size} frame{'s' if size > 1 else ''} of {spec.describe()}"
     if pools:
@@ -268,8 +265,6 @@ def _too_small(
         what += ", ".join(s.describe() for _, s in pools) + ")"
     if scratch:
         what += f", {sum(n for *_, n in scratch)} scratch slots (reuse rows, retry backups)"
-    if source.scratch_batches:
-        what += f", the {source.name}'s {source.scratch_batches} batch of its own"
     hold = sum(stage.held(size) for stage in stages)
     if hold:
         what += f", {hold} of them held back by ordered stages (a grouping's max_len, a window)"

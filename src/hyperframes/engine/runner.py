@@ -160,7 +160,8 @@ class Runner:
                     scratch=None if scratch is None else pools.make(scratch),
                 )
             )
-        return pools.make(plan.pools[0])
+        first = plan.pools[0]  # the source's: in its own memory where it has some
+        return pools.make(first, buffer=self.source.pool_memory(first.nbytes))
 
     # -- failure -------------------------------------------------------------------------
 

@@ -133,10 +133,18 @@ def _view(block: _Block, where: ShmView) -> np.ndarray:
     return array
 
 
+_LIVE: dict[str, _Block] = {}
+"""Every block this process created and has not unlinked, whoever made it: an array in any
+of them crosses to any child as where it lies (a reader's pool to a stage's worker)."""
+_LIVE_LOCK = threading.Lock()
+
+
 def _unlink(names: list[str]) -> None:
     """Remove every named block from the system (idempotent; safe at interpreter exit)."""
     while names:
         name = names.pop()
+        with _LIVE_LOCK:
+            _LIVE.pop(name, None)
         with contextlib.suppress(FileNotFoundError):
             shared_memory.SharedMemory(name=name).unlink()
 
@@ -173,19 +181,27 @@ class SharedBlocks:
             raise
         finally:
             shm.close()
+        block = _Block(shm.name, size, buffer, _address(buffer))
         with self._lock:
             self._names.append(shm.name)
             self.created.append(shm.name)
-            self._blocks[shm.name] = _Block(shm.name, size, buffer, _address(buffer))
+            self._blocks[shm.name] = block
+        with _LIVE_LOCK:
+            _LIVE[shm.name] = block
         return buffer
 
     def locate(self, array: Any) -> ShmView | None:
-        """Where ``array`` lies in one of these blocks, or ``None``."""
-        return _locate(self._blocks, array)
+        """Where ``array`` lies in a live block of this process (these or any other
+        :class:`SharedBlocks`'), or ``None``."""
+        with _LIVE_LOCK:
+            live = dict(_LIVE)
+        return _locate(live, array)
 
     def view(self, where: ShmView) -> np.ndarray:
-        """The parent's own view described by ``where``."""
-        return _view(self._blocks[where.block], where)
+        """The parent's own view described by ``where`` (a live block of this process)."""
+        with _LIVE_LOCK:
+            block = _LIVE.get(where.block) or self._blocks[where.block]
+        return _view(block, where)
 
     def unlink_all(self) -> None:
         """Remove every block's name; forget the blocks."""

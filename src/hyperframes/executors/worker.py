@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import StageError
 from . import _child
-from ._shm import SharedBlocks
+from ._shm import SharedBlocks, SharedMemoryFull
 from .processes import (
     _Child,
     call_child,
@@ -36,6 +36,8 @@ from .processes import (
     unguarded_main_line,
     unguarded_message,
 )
+
+__all__ = ["SharedBlocks", "SharedMemoryFull", "Worker", "WorkerDied", "WorkerStalled"]
 
 
 class WorkerStalled(TimeoutError):

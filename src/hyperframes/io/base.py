@@ -128,6 +128,13 @@ class Source(ABC):
         footprint's ``least``): a decoder takes as many threads as fit. Called before
         :meth:`open`."""
 
+    def pool_memory(self, nbytes: int) -> Any:
+        """The memory for the pool this source reads into (``nbytes``), where the source
+        keeps it itself (shared with a reader process of its own, which then decodes
+        into the slots); ``None`` (the default): the executor allocates it. Called
+        once a run, after :meth:`footprint`; what it gives lives as long as the source."""
+        return None
+
     def for_run(self) -> Source:
         """The source one run reads: ``self`` (the default), or a fresh copy for sources
         that can be read by several runs at once (an array, a frame generator).
@@ -203,8 +210,6 @@ class Footprint:
         scratch_batches: batches of the frames it gets that it copies outside its pools
             at once (a reuse strategy's rows, a retry's backup of a batch, a failing
             batch's frames tried one by one): a pool of that many slots the plan makes.
-            A source's are counted, not made: it holds them itself (a reader process's
-            batch).
         least: bytes outside the pools without which it cannot run (a sink's buffers).
         wants: bytes outside the pools it can use well (at least ``least``).
     """

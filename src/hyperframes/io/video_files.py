@@ -40,9 +40,10 @@ import numpy as np
 
 from ..errors import MediaError
 from .base import Chunk, Footprint, Source
-from .file_reader import ReaderProcess, RemoteSource, header_footprint, open_item
+from .file_reader import header_footprint, open_item
 from .formats import OnCorrupt, PixFmt
 from .inputs import Input, expand
+from .reader_process import ReaderProcess, RemoteSource
 from .sampling import Sampling
 
 if TYPE_CHECKING:
@@ -75,8 +76,8 @@ class VideoFiles(Source):
             header, opening, or one batch) gives nothing for this many seconds: the input
             is listed as failed and the next is read in a fresh process, as is an input
             whose decoder crashes. ``None`` (the default): read in this process, with no
-            limit. The child's batch buffer is one batch more than the pools hold
-            (planned). A script that passes it must start its run under
+            limit. The run's pool is then shared memory (``/dev/shm``), which the child
+            decodes into. A script that passes it must start its run under
             ``if __name__ == "__main__":``.
 
     Attributes:
@@ -188,35 +189,36 @@ class VideoFiles(Source):
     def footprint(self) -> Footprint:
         """The largest decoder among the inputs, planned for before the first frame (each
         input not opened yet has its header read, once, on a thread a core: 2-3 ms a
-        file on one)."""
+        file on one; in the reader process where there is one, so that a file that
+        hangs there is listed after the timeout)."""
         if self._reading is None:
-            if self._reader is not None:  # one at a time in the child, each within the limit
-                found = [self._footprint_of(k, item) for k, item in enumerate(self.inputs)]
+            found = [s.footprint() for s in self._sources.values()]
+            later = sorted(self._later)
+            size, pix_fmt = self._options["size"], self._options["pix_fmt"]
+            if self._reader is not None:  # in the child, each file within the time limit
+                read = self._reader.headers([self.inputs[k] for k in later], size=size,
+                                            pix_fmt=pix_fmt)  # fmt: skip
+                for k, got in zip(later, read, strict=True):
+                    if isinstance(got, Footprint):
+                        found.append(got)
+                    else:  # listed now: it is not opened when reached
+                        self._later.discard(k)
+                        self._fail(k, got, frames=0)
+                        self._found_failed.append(self.failed[-1])
             else:
                 threads = min(32, 2 * len(os.sched_getaffinity(0)))
                 with ThreadPoolExecutor(threads, thread_name_prefix="hf-headers") as pool:
-                    found = list(pool.map(self._footprint_of, range(len(self.inputs)),
-                                          self.inputs))  # fmt: skip
+                    found += pool.map(lambda k: header_footprint(
+                        self.inputs[k], size=size, pix_fmt=pix_fmt), later)  # fmt: skip
+            found.append(Footprint("decoder"))
             least, wants = max(f.least for f in found), max(f.wants for f in found)
-            own = 0 if self._reader is None else 1  # the reader process's batch
-            self._reading = Footprint("decoder", least=least, wants=wants, scratch_batches=own)
+            self._reading = Footprint("decoder", least=least, wants=wants)
         return self._reading
 
-    def _footprint_of(self, k: int, item: Input) -> Footprint:
-        if k in self._sources:
-            return self._sources[k].footprint()
-        if k not in self._later:
-            return Footprint("decoder")  # failed when looked at
-        size, pix_fmt = self._options["size"], self._options["pix_fmt"]
-        if self._reader is None:
-            return header_footprint(item, size=size, pix_fmt=pix_fmt)
-        try:
-            return self._reader.header(item, size=size, pix_fmt=pix_fmt)
-        except READ_ERRORS as exc:  # listed now: it is not opened when reached
-            self._later.discard(k)
-            self._fail(k, exc, frames=0)
-            self._found_failed.append(self.failed[-1])
-            return Footprint("decoder")
+    def pool_memory(self, nbytes: int) -> Any:
+        """Shared memory of the reader process's, where there is one: it decodes into the
+        slots."""
+        return None if self._reader is None else self._reader.pool_memory(nbytes)
 
     def use_memory(self, nbytes: int) -> None:
         """Every input's decoder takes as many threads as ``nbytes`` holds."""
