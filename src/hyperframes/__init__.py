@@ -83,14 +83,6 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> _Any:
-    if name == "CycleError":  # raised by the task graph, which 0.8 removed; goes in 0.9
-        import warnings
-
-        said = "nothing raises it since the task graph went in 0.8; drop it (it goes in 0.9)"
-        warnings.warn(f"hyperframes.CycleError is deprecated: {said}", DeprecationWarning, 2)
-        from .errors import CycleError
-
-        return CycleError
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

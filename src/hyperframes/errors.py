@@ -8,7 +8,6 @@ matching built-in, so ``except ValueError`` keeps working::
     ├── FrameError(ValueError)        a frame of the wrong shape, dtype or value
     ├── StageError(RuntimeError)      a stage broke the stage contract
     ├── FramesFailed(RuntimeError)    more frames failed than allow_failures= permits
-    ├── CycleError(ValueError)        deprecated: nothing raises it since 0.8
     ├── PoolExhausted(TimeoutError)   no pool slot came free in time; says who holds them
     ├── Cancelled(RuntimeError)       internal: wakes waiters when a run stops
     ├── UserExit(RuntimeError)        user code called sys.exit() or raised KeyboardInterrupt
@@ -46,15 +45,6 @@ class FramesFailed(HyperframesError, RuntimeError):
     def __init__(self, message: str, failures: list[tuple[str, int, BaseException]]) -> None:
         super().__init__(message)
         self.failures = failures
-
-
-class CycleError(HyperframesError, ValueError):
-    """Deprecated (0.8 removed the task graph that raised it; it goes in 0.9): tasks that
-    depend on each other in a cycle, ``cycle`` listing it in order."""
-
-    def __init__(self, message: str, cycle: list[object]) -> None:
-        super().__init__(message)
-        self.cycle = cycle
 
 
 class PoolExhausted(HyperframesError, TimeoutError):

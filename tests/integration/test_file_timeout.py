@@ -122,7 +122,28 @@ def test_the_reader_decodes_straight_into_the_run_pool(clip_path):
     source = hf.VideoFiles([str(clip_path("bikes.mp4"))], size=(160, 96), file_timeout=30)
     report = hf.Pipeline.from_source(source).for_each(lambda *a: None).run()
     assert report.frames == 250
-    assert source._reader._staging is None  # no batch was copied
+    assert source._reader.copies == 0  # the child decoded into the slots
+
+
+def test_a_small_dev_shm_copies_each_batch_or_says_what_to_do(clip_path, monkeypatch):
+    from hyperframes.executors import _shm
+
+    real = _shm.shutil.disk_usage
+    path = str(clip_path("bikes.mp4"))
+
+    def run_with_free(mib: int) -> hf.VideoFiles:
+        free = mib << 20
+        monkeypatch.setattr(_shm.shutil, "disk_usage", lambda p: real(p)._replace(free=free))
+        source = hf.VideoFiles([path], size=(160, 96), file_timeout=30)
+        hf.Pipeline.from_source(source, batch_size=64).for_each(lambda *a: None).run()
+        return source
+
+    # the pool (5 slots of 64 frames, 14 MiB) does not fit: one batch (2.8 MiB) does
+    assert run_with_free(8)._reader.copies == 5  # 4 batches and the empty read at the end
+    with pytest.raises(
+        MemoryError, match=r"reader process needs a batch of 3 MiB.*--file-timeout 0"
+    ):
+        run_with_free(2)
 
 
 @pytest.mark.parametrize("given", ["-1", "soon", "inf"])

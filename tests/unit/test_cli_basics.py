@@ -48,10 +48,9 @@ def test_internals_that_left_the_api_are_gone_from_the_root():
         assert not hasattr(hyperframes, name)
 
 
-def test_cycle_error_is_deprecated_with_the_task_graph_gone():
-    with pytest.warns(DeprecationWarning, match="CycleError is deprecated.*goes in 0.9"):
-        error = hyperframes.CycleError
-    assert issubclass(error, ValueError) and "CycleError" not in hyperframes.__all__
+def test_cycle_error_went_with_the_task_graph():
+    assert not hasattr(hyperframes, "CycleError")
+    assert not hasattr(hyperframes.errors, "CycleError")
     assert importlib.util.find_spec("hyperframes.engine.dag") is None
 
 

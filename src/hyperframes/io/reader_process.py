@@ -58,6 +58,7 @@ class ReaderProcess:
         self._current: RemoteSource | None = None  # the source the child holds open
         self._blocks = SharedBlocks()  # the pool the child decodes into, and a staging one
         self._staging: np.ndarray | None = None  # for a read into memory not shared
+        self.copies = 0  # batches read through it (the pool was not shared)
 
     def pool_memory(self, nbytes: int) -> Any:
         """A shared block for the run's pool: the child decodes straight into its slots
@@ -113,10 +114,19 @@ class ReaderProcess:
             chunk: Chunk = self._call("read", out)
             return chunk
         if self._staging is None or self._staging.nbytes < out.nbytes:
-            self._staging = np.frombuffer(self._blocks.create(out.nbytes), np.uint8)
+            try:
+                self._staging = np.frombuffer(self._blocks.create(out.nbytes), np.uint8)
+            except SharedMemoryFull:
+                raise SharedMemoryFull(
+                    f"the reader process needs a batch of {out.nbytes / 2**20:.0f} MiB of "
+                    "shared memory, more than /dev/shm has free; give it more room (docker "
+                    "run --shm-size=...), pass a smaller batch_size, or read the files in "
+                    "this process (file_timeout=None, --file-timeout 0)"
+                ) from None
         staging = self._staging[: out.nbytes].view(out.dtype).reshape(out.shape)
         chunk = self._call("read", staging)
         out[: len(chunk)] = staging[: len(chunk)]
+        self.copies += 1
         return chunk
 
     def resume_from(self, source: RemoteSource, sample: int) -> int | None:
