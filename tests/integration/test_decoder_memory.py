@@ -113,11 +113,36 @@ def test_sources_around_a_video_declare_its_decoder_and_pass_on_their_share(fold
         made.append(VideoSource(clip, fps=5))
         return made[-1]
 
+    sampled = VideoSource(clip, fps=5).footprint()  # decoders a worker, frames in flight
+    assert alone.least < sampled.least < sampled.wants
     looped = Looped(make, times=2)
-    assert looped.footprint() == alone
-    looped.use_memory(alone.least)  # one thread's worth: every pass decodes on one
+    assert looped.footprint() == sampled
+    looped.use_memory(sampled.least)  # one worker's worth: every pass decodes on one
     with looped:
         while len(looped.read_into(np.empty((8, 2160, 3840, 3), np.uint8))):
             pass
-    assert len(made) == 2 and [s._thread_cap for s in made] == [1, 1]
-    assert Retimed(VideoSource(clip, fps=5)).footprint() == alone
+    assert len(made) == 2 and [s._worker_cap for s in made] == [1, 1]
+    assert made[0]._decoder is None or made[0]._decoder._workers == 1
+    assert Retimed(VideoSource(clip, fps=5)).footprint() == sampled
+
+
+def test_a_sampled_read_plans_its_decoders_and_the_frames_they_hold(folder: Path):
+    from hyperframes.io.decoder_memory import decoder_bytes, frame_bytes, sampled_bytes
+    from hyperframes.io.sparse import held_bytes
+    from hyperframes.io.video import VideoSource
+
+    clip = folder / "large_4k.mp4"
+    source = VideoSource(clip, fps=5, workers=2)
+    facts = source._facts
+    frame, _ = frame_bytes(facts["width"], facts["height"], facts["pix_fmt"], None, "rgb24")
+    decoded = facts["width"] * facts["height"] * 3 // 2
+    got = source.footprint()
+    assert got.least == decoder_bytes(frame, 1) + held_bytes(decoded, 1)
+    assert got.wants >= sampled_bytes(frame, decoded, 2) > got.least
+    source.use_memory(got.least)
+    assert source._worker_cap == 1
+    source.use_memory(sampled_bytes(frame, decoded, 2))
+    assert source._worker_cap == 2
+    # a resize to the stream's own size makes no scratch frame, and plans none
+    same = VideoSource(clip, size=(facts["width"], facts["height"])).footprint()
+    assert same == VideoSource(clip).footprint()

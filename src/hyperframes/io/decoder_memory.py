@@ -29,6 +29,7 @@ from .base import Footprint
 from .formats import CHANNELS, PixFmt
 from .layouts import native_layout
 from .probe import open_video
+from .sparse import held_bytes
 
 FRAMES_HELD = 8
 """Frames a decoder holds whatever its threads: the pictures referred back to, and those
@@ -79,6 +80,39 @@ def decoding(
     return Footprint("decoder", least=least, wants=wants)
 
 
+def sampled_decoding(
+    width: int,
+    height: int,
+    stream_pix_fmt: str | None,
+    *,
+    resized: tuple[int, int] | None,
+    pix_fmt: PixFmt,
+    workers: int,
+) -> Footprint:
+    """What a sampled read's decoders hold (:mod:`.sparse`): a one-thread decoder a
+    worker, the frames its jobs hold before they are taken, and a frame of RGB scratch;
+    on one worker (``least``) and on ``workers`` (``wants``, or one decoder on FFmpeg's
+    threads where the jobs want most frames: the more of the two)."""
+    frame, scratch = frame_bytes(width, height, stream_pix_fmt, resized, pix_fmt)
+    least = sampled_bytes(frame, width * height * 3 // 2, 1, scratch)
+    wants = sampled_bytes(frame, width * height * 3 // 2, workers, scratch)
+    dense = decoder_bytes(frame, auto_threads(), scratch) + held_bytes(width * height * 3 // 2, 1)
+    return Footprint("decoder", least=least, wants=max(least, wants, dense))
+
+
+def sampled_bytes(frame: int, decoded: int, workers: int, scratch: int = 0) -> int:
+    """The bytes of a sampled read on ``workers`` one-thread decoders of ``frame``-byte
+    pictures, whose jobs hold frames of ``decoded`` bytes until they are taken."""
+    return workers * decoder_bytes(frame, 1) + held_bytes(decoded, workers) + scratch
+
+
+def workers_within(nbytes: int, frame: int, decoded: int, *, most: int, scratch: int = 0) -> int:
+    """The most workers (1 to ``most``) whose sampled read fits in ``nbytes`` (1 where
+    none does: the plan gave the source at least that)."""
+    fits = [w for w in range(1, most + 1) if sampled_bytes(frame, decoded, w, scratch) <= nbytes]
+    return max(fits, default=1)
+
+
 def decoding_of(path: str, *, resized: tuple[int, int] | None, pix_fmt: PixFmt) -> Footprint:
     """:func:`decoding` of the video at ``path`` on FFmpeg's threads, from its header alone
     (nothing where it cannot be opened: it fails, and is listed, when it is reached)."""
@@ -103,5 +137,6 @@ def frame_bytes(
     it is not a layout we know), and of the reader's scratch frame."""
     native = native_layout(stream_pix_fmt, width, height)
     frame = native.spec.nbytes if native is not None else width * height * 4
-    scratch = width * height * CHANNELS[pix_fmt] if resized and pix_fmt in CHANNELS else 0
+    resizing = resized is not None and tuple(resized) != (width, height)
+    scratch = width * height * CHANNELS[pix_fmt] if resizing and pix_fmt in CHANNELS else 0
     return frame, scratch

@@ -41,6 +41,17 @@ AHEAD_BYTES = 32 << 20
 """The decoded frames a job may hold before they are taken (2 to 16 frames)."""
 
 
+def ahead_frames(frame_bytes: int) -> int:
+    """The decoded frames of ``frame_bytes`` a job may hold before they are taken."""
+    return max(2, min(16, AHEAD_BYTES // max(frame_bytes, 1)))
+
+
+def held_bytes(frame_bytes: int, workers: int) -> int:
+    """The most the decoded frames not yet taken hold: those of a job a worker, and of one
+    more begun (a :class:`SparseDecoder`'s jobs in flight)."""
+    return (workers + 1) * ahead_frames(frame_bytes) * frame_bytes
+
+
 @dataclass(frozen=True)
 class Job:
     """Frames decoded from one key frame.
@@ -106,7 +117,7 @@ class SparseDecoder:
         self.path = os.fspath(path)
         self._pts = pts
         self._jobs = jobs
-        self._ahead = max(2, min(16, AHEAD_BYTES // max(frame_bytes, 1)))
+        self._ahead = ahead_frames(frame_bytes)
         dense = sum(len(job.wanted) for job in jobs) > self._ahead * len(jobs)
         self._workers = 1 if dense else max(1, min(workers, len(jobs)))
         self._on_corrupt = on_corrupt

@@ -37,7 +37,14 @@ import numpy as np
 from ..errors import CorruptFrame, MediaError
 from .base import Chunk, Footprint, Source
 from .convert import FrameConverter, turned
-from .decoder_memory import auto_threads, decoding, frame_bytes, threads_within
+from .decoder_memory import (
+    auto_threads,
+    decoding,
+    frame_bytes,
+    sampled_decoding,
+    threads_within,
+    workers_within,
+)
 from .formats import CHANNELS, OnCorrupt, PixFmt
 from .frame_table import Seek, scan
 from .layouts import TAGS, Layout, native_layout
@@ -281,6 +288,7 @@ class VideoSource(Source):
         if pix_fmt in ("native", "yuv420p"):  # planes: a store keeps them, with their tags
             self.info.update(tags, layout=native.name if native else "yuv420p")
         self._thread_cap: int | None = None  # what the run's plan holds (use_memory)
+        self._worker_cap: int | None = None  # the same for a sampled read's decoders
         self._container: av.container.InputContainer | None = None
         self._frames: Iterator[tuple[int, int, av.VideoFrame]] | None = None
         self._decoder: SparseDecoder | None = None
@@ -293,15 +301,24 @@ class VideoSource(Source):
         resized after their conversion), on one thread and on the threads it would take
         (:mod:`.decoder_memory`)."""
         facts = self._facts
+        if self._jobs is not None:  # a sampled read: a decoder a worker, frames in flight
+            return sampled_decoding(facts["width"], facts["height"], facts["pix_fmt"],
+                                    resized=self.size, pix_fmt=self.pix_fmt,
+                                    workers=self.workers)  # fmt: skip
         return decoding(facts["width"], facts["height"], facts["pix_fmt"], resized=self.size,
                         pix_fmt=self.pix_fmt, threads=self.threads)  # fmt: skip
 
     def use_memory(self, nbytes: int) -> None:
-        """Decode on as many threads as ``nbytes`` holds (FFmpeg's own count at most)."""
+        """Decode on as many threads as ``nbytes`` holds (FFmpeg's own count at most); a
+        sampled read, on as many workers."""
+        facts = self._facts
+        frame, scratch = frame_bytes(facts["width"], facts["height"], facts["pix_fmt"],
+                                      self.size, self.pix_fmt)  # fmt: skip
+        if self._jobs is not None:
+            decoded = facts["width"] * facts["height"] * 3 // 2
+            self._worker_cap = workers_within(nbytes, frame, decoded, most=self.workers,
+                                              scratch=scratch)  # fmt: skip
         if self.threads is True:
-            facts = self._facts
-            frame, scratch = frame_bytes(facts["width"], facts["height"], facts["pix_fmt"],
-                                          self.size, self.pix_fmt)  # fmt: skip
             most = auto_threads()
             fit = threads_within(nbytes, frame, most=most, scratch=scratch)
             self._thread_cap = fit if fit < most else None
@@ -464,7 +481,8 @@ class VideoSource(Source):
         assert self._jobs is not None and self._pts is not None
         facts = self._facts
         self._decoder = SparseDecoder(
-            self.path, self._pts, self._jobs, workers=self.workers, on_corrupt=self._corrupt,
+            self.path, self._pts, self._jobs, workers=self._worker_cap or self.workers,
+            on_corrupt=self._corrupt,
             first=self._first, frame_bytes=facts["width"] * facts["height"] * 3 // 2,
         )  # fmt: skip
         numbered = self.sampling.numbers_samples
