@@ -127,8 +127,12 @@ def test_sources_around_a_video_declare_its_decoder_and_pass_on_their_share(fold
 
 
 def test_a_sampled_read_plans_its_decoders_and_the_frames_they_hold(folder: Path):
-    from hyperframes.io.decoder_memory import decoder_bytes, frame_bytes, sampled_bytes
-    from hyperframes.io.sparse import held_bytes
+    from hyperframes.io.decoder_memory import (
+        decoder_bytes,
+        frame_bytes,
+        held_bytes,
+        sampled_bytes,
+    )
     from hyperframes.io.video import VideoSource
 
     clip = folder / "large_4k.mp4"

@@ -72,7 +72,10 @@ def serve(conn: Connection) -> None:
     except BaseException as exc:
         conn.send(("failed", Failure.of(exc)))
         return
-    conn.send(("ready", os.getpid()))
+    try:
+        conn.send(("ready", os.getpid()))
+    except (EOFError, OSError):  # the run ended while this child started
+        return
     while True:
         try:
             _, args, kwargs = conn.recv()

@@ -29,7 +29,6 @@ from .base import Footprint
 from .formats import CHANNELS, PixFmt
 from .layouts import native_layout
 from .probe import open_video
-from .sparse import held_bytes
 
 FRAMES_HELD = 8
 """Frames a decoder holds whatever its threads: the pictures referred back to, and those
@@ -38,6 +37,21 @@ FRAMES_PER_THREAD = 3
 """Frames each decoding thread adds."""
 MAX_AUTO_THREADS = 16
 """FFmpeg's cap on the threads it picks itself."""
+AHEAD_BYTES = 32 << 20
+"""The decoded frames a sampled read's job may hold before they are taken (2 to 16
+frames; :mod:`.sparse`)."""
+
+
+def ahead_frames(frame_bytes: int) -> int:
+    """The decoded frames of ``frame_bytes`` a sampled read's job may hold before they
+    are taken."""
+    return max(2, min(16, AHEAD_BYTES // max(frame_bytes, 1)))
+
+
+def held_bytes(frame_bytes: int, workers: int) -> int:
+    """The most a sampled read's decoded frames not yet taken hold: those of a job a
+    worker, and of one more begun (its jobs in flight)."""
+    return (workers + 1) * ahead_frames(frame_bytes) * frame_bytes
 
 
 def auto_threads() -> int:

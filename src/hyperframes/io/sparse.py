@@ -14,9 +14,10 @@ frame (and a new one wherever the order goes back), and each job is decoded on i
 Jobs are independent, so ``workers`` threads decode them side by side (PyAV lets go of the
 GIL while FFmpeg decodes), each with a one-thread decoder, and the frames come out in the
 jobs' order. A job waits while ``ahead`` of its frames are decoded and not yet taken (as
-many as fit :data:`AHEAD_BYTES`), so the frames held stay bounded. Where the jobs want more
-frames each than that (``every=2``), workers side by side would only wait on each other:
-one decoder with FFmpeg's own threads reads them instead.
+many as fit :data:`~.decoder_memory.AHEAD_BYTES`), so the frames held stay bounded (the
+run's plan counts them: :func:`~.decoder_memory.sampled_decoding`). Where the jobs want
+more frames each than that (``every=2``), workers side by side would only wait on each
+other: one decoder with FFmpeg's own threads reads them instead.
 
 Measured (benchmarks/sampling.py, 1080p H.264): one frame a second of 25 decodes about
 half the frames and, on two workers, takes about half the time of decoding every frame.
@@ -35,21 +36,10 @@ from typing import Any
 import av
 import numpy as np
 
+from .decoder_memory import ahead_frames
+
 WAIT = 0.05
 """Seconds a blocked thread waits before it looks whether the decoder was closed."""
-AHEAD_BYTES = 32 << 20
-"""The decoded frames a job may hold before they are taken (2 to 16 frames)."""
-
-
-def ahead_frames(frame_bytes: int) -> int:
-    """The decoded frames of ``frame_bytes`` a job may hold before they are taken."""
-    return max(2, min(16, AHEAD_BYTES // max(frame_bytes, 1)))
-
-
-def held_bytes(frame_bytes: int, workers: int) -> int:
-    """The most the decoded frames not yet taken hold: those of a job a worker, and of one
-    more begun (a :class:`SparseDecoder`'s jobs in flight)."""
-    return (workers + 1) * ahead_frames(frame_bytes) * frame_bytes
 
 
 @dataclass(frozen=True)
@@ -97,7 +87,7 @@ class SparseDecoder:
         jobs: what to decode (:func:`plan_jobs`).
         workers: decoders working side by side (one job alone gets FFmpeg's threads).
         frame_bytes: the size of a decoded frame, which sets how many a job may hold
-            before they are taken (:data:`AHEAD_BYTES`).
+            before they are taken (:data:`~.decoder_memory.AHEAD_BYTES`).
         first: the count of the first wanted frame (where a resumed read begins).
         on_corrupt: called with ``(index, why)`` for a wanted frame the decoder could not
             give, in order; it raises to stop, or returns to leave the frame out.
