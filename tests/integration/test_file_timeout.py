@@ -2,8 +2,8 @@
 file that hangs is stopped and listed after the timeout, one whose reader crashes is
 listed, the rest are read as in this process, and nothing is left behind.
 
-The hanging file is a FIFO with no writer: FFmpeg's open of it waits forever, as a read
-from a stalled network mount does.
+The hanging file is a FIFO with no writer, named in a manifest: FFmpeg's open of it waits
+forever, as a read from a stalled network mount does.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 import hyperframes as hf
 from hyperframes.cli import main
 from hyperframes.cli.many import PARTIAL
+from hyperframes.io.inputs import expand as hf_expand
 
 FUNCTION = """
 def brightness(frames):
@@ -52,8 +53,7 @@ def readers_alive() -> list[int]:
 
 @pytest.fixture
 def folder(tmp_path: Path, clip_path, monkeypatch) -> Path:
-    """``clips/`` with two real clips and, between them in order, a FIFO that no one
-    writes to; the function's module beside it."""
+    """``clips/`` with two real clips; the function's module beside it."""
     clips = tmp_path / "clips"
     clips.mkdir()
     shutil.copy(clip_path("bikes.mp4"), clips / "a_bikes.mp4")
@@ -66,10 +66,15 @@ def folder(tmp_path: Path, clip_path, monkeypatch) -> Path:
 
 def test_a_hanging_file_is_stopped_listed_and_the_rest_written(folder: Path, tmp_path, capsys):
     reference = tmp_path / "reference.jsonl"
-    argv = ["map", "clips", "brightness_fn:brightness", "--size", "160x96"]
+    argv = ["map", "clips.txt", "brightness_fn:brightness", "--size", "160x96"]
+    (tmp_path / "clips.txt").write_text("clips/a_bikes.mp4\nclips/c_carphone.mp4\n")
     assert main([*argv, "--out", str(reference), "--file-timeout", "0"]) == 0
     capsys.readouterr()
-    os.mkfifo(folder / "b_stalled.mp4")  # sorted between the two clips
+    os.mkfifo(folder / "b_stalled.mp4")  # listed between the two clips
+    (tmp_path / "clips.txt").write_text(
+        "clips/a_bikes.mp4\nclips/b_stalled.mp4\nclips/c_carphone.mp4\n"
+    )
+    assert [i.name for i in hf_expand("clips")] == ["a_bikes.mp4", "c_carphone.mp4"]
     before = shm_names()
     out = tmp_path / "rows.jsonl"
     began = time.monotonic()

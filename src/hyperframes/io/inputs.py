@@ -182,7 +182,8 @@ def is_video(path: Path) -> bool:
 
 def _videos_in(folder: Path) -> list[str]:
     """The videos in ``folder`` and below, and the folders of images (each one image
-    sequence, not searched further); hidden files and folders left out."""
+    sequence, not searched further); hidden files and folders, FIFOs and devices left out
+    (as a glob leaves them: a FIFO is read as a stream only where it is named)."""
     found = []
     for root, dirs, names in os.walk(folder):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
@@ -190,7 +191,8 @@ def _videos_in(folder: Path) -> list[str]:
         found += [os.path.abspath(os.path.join(root, d)) for d in sequences]
         dirs[:] = [d for d in dirs if d not in sequences]
         found += [os.path.abspath(Path(root) / name) for name in names
-                  if not name.startswith(".") and is_video(Path(root) / name)]  # fmt: skip
+                  if not name.startswith(".") and os.path.isfile(Path(root) / name)
+                  and is_video(Path(root) / name)]  # fmt: skip
     return found
 
 
