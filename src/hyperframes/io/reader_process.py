@@ -69,14 +69,21 @@ class ReaderProcess:
             return None
 
     def open(
-        self, item: Input, *, rate: Any = None, start: int | None = None, options: dict[str, Any]
+        self,
+        item: Input,
+        *,
+        rate: Any = None,
+        start: int | None = None,
+        options: dict[str, Any],
+        memory: int | None = None,
     ) -> RemoteSource:
-        """``open_item(item, ...)`` in the child; its facts and reads as a source here."""
+        """``open_item(item, ...)`` in the child (its decoder within ``memory``, where
+        given); its facts and reads as a source here."""
         opening = {"item": item, "rate": rate, "start": start, **options}
         self._current = None  # the child closes what it held first
-        facts = self._call("open", opening, None, None)
+        facts = self._call("open", opening, memory, None)
         source = RemoteSource(self, opening, facts)
-        self._current = source
+        source.memory, self._current = memory, source
         return source
 
     def headers(
@@ -139,10 +146,9 @@ class ReaderProcess:
             self._call("use_memory", nbytes)
 
     def release(self, source: RemoteSource) -> None:
-        """``source`` is done with: the child closes it if it holds it."""
-        if self._current is source and self._worker is not None:
+        """``source`` is done with: the child closes it when it opens the next (or ends)."""
+        if self._current is source:
             self._current = None
-            self._call("close")
 
     def _hold(self, source: RemoteSource) -> None:
         """Have the child hold ``source`` open, where it was left."""

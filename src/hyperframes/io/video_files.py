@@ -178,10 +178,9 @@ class VideoFiles(Source):
         """The source of ``item`` (a video or an image sequence), from ``start`` if given
         (read in the reader process where there is one)."""
         if self._reader is not None:
-            source: Any = self._reader.open(item, rate=self.rate, start=start,
-                                            options=self._options)  # fmt: skip
-        else:
-            source = open_item(item, rate=self.rate, start=start, **self._options)
+            return self._reader.open(item, rate=self.rate, start=start, options=self._options,
+                                     memory=self._memory)  # fmt: skip
+        source = open_item(item, rate=self.rate, start=start, **self._options)
         if self._memory is not None:
             source.use_memory(self._memory)
         return source
