@@ -150,3 +150,14 @@ def test_a_sampled_read_plans_its_decoders_and_the_frames_they_hold(folder: Path
     # a resize to the stream's own size makes no scratch frame, and plans none
     same = VideoSource(clip, size=(facts["width"], facts["height"])).footprint()
     assert same == VideoSource(clip).footprint()
+
+
+def test_the_refusal_names_what_each_part_holds():
+    from hyperframes.engine.plan import plan_run
+    from hyperframes.frames import FrameSpec
+    from hyperframes.io.base import Footprint
+
+    with pytest.raises(MemoryError, match=r"and the results' 4 MiB, and the decoder's 2 MiB"):
+        plan_run(FrameSpec((100, 100, 3)), [], budget=1000,
+                 sink=Footprint("results", least=4 << 20),
+                 source=Footprint("decoder", least=2 << 20))  # fmt: skip

@@ -269,9 +269,9 @@ def _too_small(
     if hold:
         what += f", {hold} of them held back by ordered stages (a grouping's max_len, a window)"
     if sink.least:
-        what += f", and the {sink.name}'s {mib(sink.least)}"
+        what += f", and the {possessive(sink.name)} {mib(sink.least)}"
     if source.least:
-        what += f", and the {source.name}'s {mib(source.least)}"
+        what += f", and the {possessive(source.name)} {mib(source.least)}"
     fix = (
         "pass a smaller batch_size= or a larger memory="
         if batch_size is not None
@@ -281,6 +281,11 @@ def _too_small(
         f"the memory budget of {mib(budget)} cannot hold {what} ({mib(total)}); {fix} "
         f"(it needs at least memory='{mib(total).replace(' ', '')}')"
     )
+
+
+def possessive(name: str) -> str:
+    """``"decoder's"``, ``"results'"``."""
+    return f"{name}'" if name.endswith("s") else f"{name}'s"
 
 
 def _pow2_floor(value: int, cap: int) -> int:
