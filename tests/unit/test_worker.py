@@ -1,0 +1,86 @@
+"""``executors.worker.Worker``: one object in a child process, each call with a deadline."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperframes.executors.worker import SharedBlocks, Worker, WorkerDied, WorkerStalled
+
+
+class Target:
+    """What a test worker keeps: a count, and ways to stall, die and raise."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, op: str, *args):
+        self.calls += 1
+        if op == "count":
+            return self.calls
+        if op == "sleep":
+            time.sleep(args[0])
+            return "woke"
+        if op == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if op == "raise":
+            raise KeyError(args[0])
+        if op == "fill":  # writes into the parent's shared array, where it lies
+            args[0][...] = args[1]
+            return int(args[0].sum())
+        raise ValueError(op)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+
+
+def test_a_worker_keeps_its_object_and_writes_into_shared_memory():
+    worker = Worker(Target(), name="hf-test")
+    try:
+        assert [worker.call("count", timeout=30) for _ in range(3)] == [1, 2, 3]
+        blocks = SharedBlocks()
+        shared = np.frombuffer(blocks.create(64), np.uint8).reshape(8, 8)
+        assert worker.call("fill", shared, 2, timeout=30) == 128
+        assert int(shared.sum()) == 128  # the child wrote the parent's memory
+        blocks.unlink_all()
+    finally:
+        worker.close()
+
+
+def test_a_call_past_its_deadline_stops_the_child():
+    worker = Worker(Target(), name="hf-test")
+    worker.call("count", timeout=30)  # started
+    pid = worker.pid
+    began = time.monotonic()
+    with pytest.raises(WorkerStalled, match=r"no answer in 0\.5 s"):
+        worker.call("sleep", 60, timeout=0.5)
+    assert time.monotonic() - began < 10
+    assert pid is not None and not alive(pid)
+    with pytest.raises(RuntimeError, match="closed"):
+        worker.call("count", timeout=30)
+
+
+def test_a_child_that_dies_is_said_and_errors_cross_as_themselves():
+    worker = Worker(Target(), name="hf-test")
+    with pytest.raises(KeyError, match="lost"):
+        worker.call("raise", "lost", timeout=30)
+    assert worker.call("count", timeout=30) == 2  # still there after an error
+    with pytest.raises(WorkerDied, match="killed by signal 9"):
+        worker.call("die", timeout=30)
+    worker.close()  # twice is fine
+    worker.close()
+
+
+def test_a_target_that_cannot_be_sent_is_refused():
+    with pytest.raises(TypeError, match="cannot be sent to worker processes"):
+        Worker(lambda op: op, name="hf-test")
