@@ -158,3 +158,9 @@ def test_a_bad_file_timeout_is_refused_in_one_line(given, folder: Path, capsys):
         main([*argv, "--file-timeout", given])
     assert stop.value.code == 2
     assert "--file-timeout" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", [0, -5, True])
+def test_a_bad_file_timeout_is_refused_in_python(given, clip_path):
+    with pytest.raises(ValueError, match="file_timeout must be seconds above 0"):
+        hf.VideoFiles([str(clip_path("bikes.mp4"))], file_timeout=given)

@@ -111,6 +111,9 @@ class VideoFiles(Source):
     ) -> None:
         if on_error not in ("skip", "fail"):
             raise ValueError(f"on_error must be 'skip' or 'fail', got {on_error!r}")
+        if file_timeout is not None and (isinstance(file_timeout, bool) or not file_timeout > 0):
+            raise ValueError(f"file_timeout must be seconds above 0, or None to read in this "
+                             f"process; got {file_timeout!r}")  # fmt: skip
         if (
             isinstance(inputs, list | tuple)
             and inputs
