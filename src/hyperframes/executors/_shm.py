@@ -159,7 +159,6 @@ class SharedBlocks:
     """
 
     def __init__(self) -> None:
-        self._blocks: dict[str, _Block] = {}
         self._names: list[str] = []
         self.created: list[str] = []
         self._lock = threading.Lock()
@@ -185,7 +184,6 @@ class SharedBlocks:
         with self._lock:
             self._names.append(shm.name)
             self.created.append(shm.name)
-            self._blocks[shm.name] = block
         with _LIVE_LOCK:
             _LIVE[shm.name] = block
         return buffer
@@ -200,13 +198,12 @@ class SharedBlocks:
     def view(self, where: ShmView) -> np.ndarray:
         """The parent's own view described by ``where`` (a live block of this process)."""
         with _LIVE_LOCK:
-            block = _LIVE.get(where.block) or self._blocks[where.block]
+            block = _LIVE[where.block]
         return _view(block, where)
 
     def unlink_all(self) -> None:
         """Remove every block's name; forget the blocks."""
         with self._lock:
-            self._blocks.clear()
             _unlink(self._names)
 
 

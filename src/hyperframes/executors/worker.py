@@ -4,8 +4,8 @@ stopped.
 
 A thread stuck in a read or in a decoder's loop cannot be stopped; a process can. A
 :class:`Worker` keeps ``target`` (a picklable callable) in one child and calls it there;
-arrays that lie in the worker's own shared blocks (:attr:`Worker.blocks`) travel as where
-they lie, so the child writes frames straight into memory the parent reads. A call that
+arrays that lie in any live shared block of this process (:class:`SharedBlocks`) travel as
+where they lie, so the child writes frames straight into memory the parent reads. A call that
 gives no answer within its ``timeout`` kills the child and raises
 :class:`WorkerStalled`; a child that ends during a call raises :class:`WorkerDied`.
 Either way the worker is then closed: make a new one to go on.
@@ -28,7 +28,6 @@ from ..errors import StageError
 from . import _child
 from ._shm import SharedBlocks, SharedMemoryFull
 from .processes import (
-    _Child,
     call_child,
     end_all,
     pickled_function,
@@ -46,13 +45,6 @@ class WorkerStalled(TimeoutError):
 
 class WorkerDied(ChildProcessError):
     """The child ended while a call ran (a crash in native code, out of memory, a kill)."""
-
-
-def _close(children: list[_Child], blocks: SharedBlocks) -> None:
-    try:
-        end_all(children)
-    finally:
-        blocks.unlink_all()
 
 
 class Worker:
@@ -81,9 +73,9 @@ class Worker:
         if method == "forkserver":
             context.set_forkserver_preload([_child.__name__])
         self.name = name
-        self.blocks = SharedBlocks()
+        self._live = SharedBlocks()  # makes none: finds an array in any live block
         self._children = [start_child(context, name=name, stage=name, fn=target)]
-        self._finalizer = weakref.finalize(self, _close, self._children, self.blocks)
+        self._finalizer = weakref.finalize(self, end_all, self._children)
         self._children[0].load(payload)
 
     @property
@@ -102,7 +94,7 @@ class Worker:
             raise RuntimeError(f"worker {self.name!r} is closed; make a new one")
         child = self._children[0]
         try:
-            return call_child(child, self.blocks, args, {}, stage=self.name, timeout=timeout)
+            return call_child(child, self._live, args, {}, stage=self.name, timeout=timeout)
         except TimeoutError:
             child.process.kill()
             self.close()
@@ -116,5 +108,5 @@ class Worker:
                              "or a kill from outside)") from None  # fmt: skip
 
     def close(self) -> None:
-        """End the child (killing it if busy) and unlink the shared blocks."""
+        """End the child (killing it if busy)."""
         self._finalizer()
