@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,13 +53,15 @@ from typing import Any, Unpack
 import numpy as np
 
 from .engine.report import RunReport
-from .engine.sizing import available_memory, default_budget
+from .engine.sizing import available_memory, default_budget, parse_memory
 from .engine.watch import Monitor, Progress, ProgressFn
 from .errors import HyperframesError
 from .executors.ray import RayExecutor, check_shippable, node_id
+from .executors.worker import Worker, ensure_orphan_exits
 from .frames import FrameSpec
-from .identity import code_identity, segment_ok
+from .identity import code_identity, segment_failures, segment_ok
 from .io.carry import Carry
+from .io.inputs import Input
 from .io.publish import check_output, host_name
 from .io.results import FORMATS as RESULTS
 from .io.results import format_of
@@ -66,11 +69,13 @@ from .io.video_sink import EncoderOptions, VideoSink
 from .segments import (
     Build,
     Carried,
+    FilesJob,
     Job,
     RenderJob,
     Tally,
     VideoJob,
     auto_segments,
+    files_segments,
     halo_of,
     join,
     plan_segments,
@@ -235,6 +240,59 @@ def render_chunked(
     )
 
 
+def run_files(
+    inputs: str | os.PathLike[str] | list[Any],
+    output: str | os.PathLike[str],
+    build: Build | None = None,
+    *,
+    source_options: dict[str, Any] | None = None,
+    **options: Unpack[ChunkOptions],
+) -> RunReport:
+    """Read many inputs into one results file, runs of whole inputs side by side: Ray
+    tasks over the cluster, or with ``executor="processes"`` one process of this machine
+    per worker (``workers``, by default one per core), each reading its own files with a
+    decoder of its own, so that one file's open and first frames overlap another's decoding.
+
+    Args:
+        inputs: a folder, a glob, a manifest or a list (as
+            :class:`~hyperframes.io.video_files.VideoFiles` takes them).
+        output: the results file (``.parquet``, ``.jsonl``): every input's rows, in the
+            inputs' order, each naming its input (``path`` and a manifest's columns).
+        build: adds the stages, as for :func:`run_chunked` (map stages; a window does not
+            reach across files, so none is taken).
+        source_options: each run's :class:`~hyperframes.io.video_files.VideoFiles`
+            options (``size``, ``on_error``, ``file_timeout``...; not ``on_failed``).
+        options: as :func:`render_chunked` takes them; ``segments``: runs of inputs
+            (default: :func:`~hyperframes.segments.files_segments`).
+
+    Returns:
+        The run's report; ``extra["source"]`` lists the inputs that could not be read
+        (``failed``), those of runs a rerun reused too.
+    """
+    from .io.inputs import expand
+
+    given = list(inputs) if isinstance(inputs, list) else inputs
+    if isinstance(given, list) and all(isinstance(i, Input) for i in given):
+        items = given
+    else:
+        items = expand(given)
+    job = FilesJob(tuple(items), dict(source_options or {}))
+    if "on_failed" in job.options:
+        raise ValueError("run_files lists failed inputs in its report; drop on_failed")
+    facts = {"inputs": [[i.path, i.start, i.stop, _size(i.path)] for i in items],
+             "source options": repr(sorted(job.options.items()))}  # fmt: skip
+    span = (0, len(items))
+    return _run(job, output, build, span, len(items), None, lambda k: 0.0, facts, None,
+                **options)  # fmt: skip
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
 def _run(
     job: Job,
     output: str | os.PathLike[str],
@@ -271,18 +329,31 @@ def _run(
         format_of(target)
     else:  # bad sink options fail here, not on Ray
         VideoSink(target, overwrite=True, **sink_options)
-    halo = halo_of(build, job.pipeline(span[0], span[0] + 1, 1, None))
+    halo = halo_of(build, job.probe(span[0]))
+    files = isinstance(job, FilesJob)
+    if files and halo != (0, 0):
+        raise ValueError("a window does not reach across files; run over many inputs "
+                         "without window= (or read each input on its own)")  # fmt: skip
     local = isinstance(executor, str)
-    if local:  # one segment after another on this machine, each with every worker
+    side_by_side = local and files and executor == "processes"
+    if side_by_side:  # a process per worker, each making segment after segment
+        workers = workers or len(os.sched_getaffinity(0))
+        cpus_per_segment, cluster_cpus = 1, float(workers)
+        wanted = segments or files_segments(span[1] - span[0], workers)
+    elif local:  # one segment after another on this machine, each with every worker
         cpus_per_segment = workers or 1
         cluster_cpus = float(cpus_per_segment)
         wanted = segments or local_segments(span[1] - span[0])
     else:
         ray = (executor or RayExecutor()).ray  # type: ignore[union-attr]
         check_shippable(ray, build, "the build function")
-        check_shippable(ray, job, "the render function")
+        check_shippable(ray, job, "the job (a render's function, or inputs' options)")
         cluster_cpus = float(ray.cluster_resources().get("CPU", 1))
-        wanted = segments or auto_segments(span[1] - span[0], cluster_cpus, cpus_per_segment)
+        slots = max(1, int(cluster_cpus // cpus_per_segment))
+        wanted = segments or (
+            files_segments(span[1] - span[0], slots) if files
+            else auto_segments(span[1] - span[0], cluster_cpus, cpus_per_segment)
+        )  # fmt: skip
     sink = repr(sorted(sink_options.items()))
     facts |= {"build": code_identity(build), "halo": list(halo), "sink": sink}
     folder = Path(work_dir) if work_dir else target.with_name(f".{target.name}.segments")
@@ -305,7 +376,10 @@ def _run(
     report: RunReport | None = None
     args = (frames, halo, build, sink_options, batch_size, cpus_per_segment, memory)
     try:
-        if local:
+        if side_by_side:
+            assert workers is not None
+            _run_side_by_side(job, parts, plan, todo, args, workers, watch, folder)
+        elif local:
             _run_here(job, parts, plan, todo, args, str(executor), watch)
         else:
             spread = {"num_cpus": cpus_per_segment, "scheduling_strategy": "SPREAD"}
@@ -316,6 +390,15 @@ def _run(
         report = watch.report(str(target), halo, cluster_cpus, cpus_per_segment)
         if streams:
             report.extra["streams"] = streams
+        if files:  # the inputs that failed, in order, those of reused segments too
+            failed = [
+                f
+                for k, part in enumerate(parts)
+                for f in (
+                    watch.results[k]["failed"] if k in watch.results else segment_failures(part)
+                )
+            ]
+            report.extra["source"] = {"inputs": span[1], "failed": failed}
     except BaseException as stop:  # say what a rerun keeps
         kept = len(plan) - len(todo) + len(watch.done)
         again = "rerun with resume=True" if local else "rerun the same command"
@@ -371,6 +454,78 @@ def _run_here(
         watch.finished(k, result | {"node": node})
 
 
+def _run_side_by_side(
+    job: Job,
+    parts: list[Path],
+    plan: list[tuple[int, int]],
+    todo: list[int],
+    args: tuple[Any, ...],
+    workers: int,
+    watch: Tally,
+    folder: Path,
+) -> None:
+    """Make the segments ``todo`` in ``workers`` processes of this machine, each taking
+    the next one as it finishes one; after a failure none is handed out, those running
+    finish (and are kept), and the first failure in the plan's order is raised."""
+    *head, memory = args
+    each = None if memory is None else max(1, parse_memory(memory) // workers)
+    left, lock, stop = list(reversed(todo)), threading.Lock(), threading.Event()
+    failed: list[tuple[int, BaseException]] = []
+    processes: list[Worker] = []
+    node = host_name()
+
+    def take() -> int | None:
+        with lock:
+            return left.pop() if left and not stop.is_set() else None
+
+    def drive() -> None:
+        k = take()
+        if k is None:
+            return
+        worker = Worker(_segment_here, name="hf-segments", daemon=False, preload=(__name__,))
+        with lock:
+            processes.append(worker)
+            if stop.is_set():  # (the run was stopped while it started)
+                worker.close()
+                return
+        while k is not None:
+            try:
+                result = worker.call(job, str(parts[k]), plan[k], *head, each)
+            except BaseException as exc:
+                with lock:
+                    failed.append((k, exc))
+                stop.set()
+                return
+            with lock:
+                watch.finished(k, result | {"node": node})
+            k = take()
+
+    threads = [threading.Thread(target=drive, name=f"hf-segments-{n}", daemon=True)
+               for n in range(min(workers, len(todo)))]  # fmt: skip
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.25)  # (a Ctrl-C reaches this thread between waits)
+    finally:  # interrupted: the segments running are stopped (finished ones are kept)
+        stop.set()
+        with lock:
+            for worker in processes:
+                worker.close()
+        for thread in threads:
+            thread.join()
+    if failed:
+        _raise_first(failed, plan, folder, job)
+
+
+def _segment_here(*args: Any) -> dict[str, Any]:
+    """:func:`process_segment` in a process of :func:`_run_side_by_side`'s, which ends
+    itself should the process that started it die (a call lasts a whole segment)."""
+    ensure_orphan_exits()
+    return process_segment(*args)
+
+
 def _segment_task(
     job: Job, part: str, segment: tuple[int, int], frames: int, halo: tuple[int, int],
     build: Build | None, sink_options: dict[str, Any], batch_size: int | None, cpus: int,
@@ -409,12 +564,29 @@ def _wait_all(
                 ray.cancel(ref, force=True)
         raise
     if failed:
-        k, error = min(failed, key=lambda f: f[0])
-        a, b = plan[k]
-        text = str(error).strip()
-        message = text.splitlines()[0] if text else type(error).__name__
-        raise HyperframesError(
-            f"segment {k} (frames {a}-{b - 1}) failed: {message} ({len(failed)} of "
-            f"{len(plan)} segments failed; finished ones are kept in {str(folder)!r}: rerun "
-            "the same command to do only the missing ones)"
-        ) from error
+        _raise_first(failed, plan, folder, None)
+
+
+def _raise_first(
+    failed: list[tuple[int, BaseException]], plan: list[tuple[int, int]], folder: Path,
+    job: Job | None,
+) -> None:  # fmt: skip
+    """Raise for the failed segment first in the plan, saying how many failed."""
+    k, error = min(failed, key=lambda f: f[0])
+    a, b = plan[k]
+    if isinstance(job, FilesJob):
+        names = (
+            job.inputs[a].name
+            if b - a == 1
+            else f"{job.inputs[a].name} .. {job.inputs[b - 1].name}"
+        )
+        what = f"inputs {a}-{b - 1}: {names}"
+    else:
+        what = f"frames {a}-{b - 1}"
+    text = str(error).strip()
+    message = text.splitlines()[0] if text else type(error).__name__
+    raise HyperframesError(
+        f"segment {k} ({what}) failed: {message} ({len(failed)} of "
+        f"{len(plan)} segments failed; finished ones are kept in {str(folder)!r}: rerun "
+        "the same command to do only the missing ones)"
+    ) from error

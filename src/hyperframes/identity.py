@@ -186,11 +186,23 @@ def _stable_repr(value: Any) -> str:
     return text if " at 0x" not in text else f"<{type(value).__qualname__}>"
 
 
-def record_segment(part: str | Path, frames: int) -> None:
-    """Write ``PART.json`` beside a finished segment: its frames and checksum."""
+def record_segment(part: str | Path, frames: int, *, failed: list[Any] | None = None) -> None:
+    """Write ``PART.json`` beside a finished segment: its frames and checksum, and the
+    inputs that ``failed`` in it (a job over many inputs)."""
     path = Path(part)
     record = {"frames": frames, "bytes": path.stat().st_size, "sha256": _checksum(path)}
+    if failed:
+        record["failed"] = failed
     write_output(_record_of(path), json.dumps(record), overwrite=True)
+
+
+def segment_failures(part: str | Path) -> list[Any]:
+    """The inputs that failed in a finished segment, as its record keeps them."""
+    try:
+        failed = json.loads(_record_of(Path(part)).read_text()).get("failed", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return failed if isinstance(failed, list) else []
 
 
 def segment_ok(part: str | Path) -> bool:

@@ -33,9 +33,10 @@ from .engine.watch import Progress, ProgressFn, RunSnapshot, StageSnapshot
 from .errors import HyperframesError, MediaError
 from .frames import FrameSpec
 from .identity import record_segment
-from .io.base import Sink
+from .io.base import Chunk, Sink, Source
 from .io.carry import Carry
 from .io.frame_table import scan
+from .io.inputs import Input
 from .io.publish import publish, temp_beside, write_output
 from .io.results import FORMATS as RESULTS
 from .io.results import ResultsSink, join_files
@@ -54,8 +55,29 @@ about two per CPU of the cluster (:func:`auto_segments`)."""
 # -- jobs: what one segment task makes its pipeline from ------------------------------------
 
 
+class _FramesJob:
+    """A job cut into ranges of frames: a segment's pipeline reads its halo too, and
+    passes on only its own frames."""
+
+    def pipeline(self, start: int, stop: int, cpus: int, batch_size: int | None) -> Pipeline:
+        raise NotImplementedError
+
+    def probe(self, start: int) -> Pipeline:
+        """A pipeline for ``build`` to add its stages to, to learn their halo."""
+        return self.pipeline(start, start + 1, 1, None)
+
+    def segment(
+        self, segment: tuple[int, int], frames: int, halo: tuple[int, int], cpus: int,
+        batch_size: int | None,
+    ) -> tuple[Pipeline, Callable[[Sink], Sink]]:  # fmt: skip
+        """The pipeline of ``segment`` with its halo, and what keeps its own frames of it."""
+        start, stop = segment
+        lo, hi = max(0, start - halo[0]), min(frames, stop + halo[1])
+        return self.pipeline(lo, hi, cpus, batch_size), lambda sink: _Trim(sink, start, stop)
+
+
 @dataclass(frozen=True)
-class VideoJob:
+class VideoJob(_FramesJob):
     """Frames of a video; frame ids are the video's own frame numbers."""
 
     path: str
@@ -67,7 +89,43 @@ class VideoJob:
 
 
 @dataclass(frozen=True)
-class RenderJob:
+class FilesJob:
+    """Many inputs (:class:`~.io.inputs.Input`), cut into runs of whole inputs: a segment
+    is the inputs ``[start, stop)``, read as one :class:`~.io.video_files.VideoFiles`
+    (``options``: its options), whose failed inputs the segment's result lists."""
+
+    inputs: tuple[Input, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def probe(self, start: int) -> Pipeline:
+        """A pipeline of one blank frame, for ``build`` to add its stages to (no input is
+        opened: the first may be one that fails)."""
+        return Pipeline.from_generator(
+            lambda i: np.zeros((2, 2, 3), np.uint8), count=1, spec=FrameSpec((2, 2, 3))
+        )
+
+    def segment(
+        self, segment: tuple[int, int], frames: int, halo: tuple[int, int], cpus: int,
+        batch_size: int | None,
+    ) -> tuple[Pipeline, Callable[[Sink], Sink]]:  # fmt: skip
+        """The pipeline of the inputs ``segment`` (no halo: a window does not reach
+        across files), every frame of it kept."""
+        from .io.video_files import VideoFiles
+
+        start, stop = segment
+        failed: list[dict[str, Any]] = []
+        try:
+            source: Source = VideoFiles(list(self.inputs[start:stop]), threads=cpus,
+                                        on_failed=failed.append, **self.options)  # fmt: skip
+        except ValueError:
+            if len(failed) < stop - start:
+                raise
+            source = _Unread(failed)  # (a run of inputs none of which could be read)
+        return Pipeline.from_source(source, batch_size=batch_size), lambda sink: sink
+
+
+@dataclass(frozen=True)
+class RenderJob(_FramesJob):
     """Frames rendered by ``fn(i)``; frame ids are the render's frame numbers."""
 
     fn: Callable[[int], np.ndarray]
@@ -80,7 +138,21 @@ class RenderJob:
         )  # fmt: skip
 
 
-Job = VideoJob | RenderJob
+Job = VideoJob | RenderJob | FilesJob
+
+
+class _Unread(Source):
+    """A run of inputs none of which could be read: no frames, and the list of them."""
+
+    def __init__(self, failed: list[dict[str, Any]]) -> None:
+        self.failed, self.spec, self.length = failed, FrameSpec((2, 2, 3)), 0
+        self.info = {"source": "videos", "inputs": []}
+
+    def read_into(self, out: np.ndarray) -> Chunk:
+        return Chunk(np.empty(0, np.int64))
+
+    def notes(self) -> dict[str, Any]:
+        return {"inputs": len(self.failed), "read": [], "failed": self.failed}
 
 
 # -- planning -------------------------------------------------------------------------------
@@ -132,6 +204,24 @@ def auto_segments(frames: int, cluster_cpus: float, cpus_per_segment: int) -> in
     """
     slots = max(1, int(cluster_cpus // cpus_per_segment))
     return max(1, min(SEGMENTS_PER_CPU * slots, frames // MIN_SEGMENT_FRAMES))
+
+
+FILES_PER_SEGMENT = 8
+"""Inputs of a segment of a job over many, at most (:func:`files_segments`)."""
+
+
+def files_segments(inputs: int, slots: int) -> int:
+    """How many runs of whole inputs a job over ``inputs`` is cut into, for ``slots``
+    segments made at once: at least :data:`SEGMENTS_PER_CPU` a slot (so that a slow run
+    does not hold up the end) and none of more than :data:`FILES_PER_SEGMENT` inputs (so
+    that a rerun after a kill redoes few); one input a segment at most.
+
+    Example:
+        >>> files_segments(120, slots=2), files_segments(3, slots=2), files_segments(10, 4)
+        (15, 3, 8)
+    """
+    wanted = max(SEGMENTS_PER_CPU * max(1, slots), -(-inputs // FILES_PER_SEGMENT))
+    return max(1, min(inputs, wanted))
 
 
 def video_frames(path: Path) -> tuple[list[int], list[int], Fraction]:
@@ -210,18 +300,17 @@ def process_segment(
 
     ``memory`` is the segment's pools' budget (``None``: the machine's default);
     ``executor`` runs the segment's stages (a local one: ``"threads"``, ``"processes"``)."""
-    start, stop = segment
-    lo, hi = max(0, start - halo[0]), min(frames, stop + halo[1])
-    pipeline = job.pipeline(lo, hi, cpus, batch_size)
+    pipeline, own = job.segment(segment, frames, halo, cpus, batch_size)
     if build is not None:
         pipeline = build(pipeline)
     sink = _segment_sink(part, sink_options, cpus)
-    trimmed = _capped(pipeline, cpus).to(_Trim(sink, start, stop))
+    trimmed = _capped(pipeline, cpus).to(own(sink))
     report = trimmed.run(memory=memory, executor=executor, progress=progress)
     written = sink.rows_written if isinstance(sink, ResultsSink) else sink.frames_written
-    record_segment(part, written)  # after the part: a killed task leaves none
+    failed = list(getattr(pipeline.source, "failed", []))  # (inputs of a FilesJob)
+    record_segment(part, written, failed=failed)  # after the part: a killed task leaves none
     skipped = getattr(pipeline.source, "skipped", [])
-    return {"report": report, "skipped": list(skipped), "written": written}
+    return {"report": report, "skipped": list(skipped), "written": written, "failed": failed}
 
 
 def _segment_sink(part: str, sink_options: dict[str, Any], cpus: int) -> VideoSink | ResultsSink:
@@ -283,9 +372,11 @@ class Tally:
         self.reused_frames = sum(b - a for k, (a, b) in enumerate(plan) if k not in set(todo))
         self.frames = 0  # made by this run (the report's frames and fps count only these)
         self.done: list[dict[str, Any]] = []
+        self.results: dict[int, dict[str, Any]] = {}  # by segment
 
     def finished(self, k: int, result: dict[str, Any]) -> None:
         self.done.append(result)
+        self.results[k] = result
         self.frames += result["written"]  # fewer than planned where frames were skipped
         if self.progress is not None:
             elapsed = time.perf_counter() - self.t0

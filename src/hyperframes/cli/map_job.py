@@ -1,6 +1,11 @@
 """``hyperframes map``: run a user's function or model over a video, or over many (a folder,
 a glob, a manifest), and keep its answers in one results file (JSON Lines or Parquet),
-resumable after an interruption (one video)."""
+resumable after an interruption; over many with ``--executor processes`` or ``ray``, runs of
+whole inputs side by side.
+
+Longer than 300 lines: the one-input, the many-input and the spread runs of one command
+share its job record, its resume checks and its run under the options.
+"""
 
 from __future__ import annotations
 
@@ -143,10 +148,13 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         if given:
             why = "a manifest's start and stop columns" if flag == "--start/--stop" else "one"
             raise UsageError(f"{flag} takes one input for now (many: use {why}); drop {flag}")
+    if args.add_new and args.scale.executor in SPREAD:
+        raise UsageError(f"--add-new takes the inputs read in one process for now; drop "
+                         f"--executor {args.scale.executor}, or --add-new")  # fmt: skip
     out = Path(args.out)
     inputs, state = expand(args.input), None
     refuse_rate(args.rate, inputs)
-    recorded = recorded_inputs(out) if args.resume else None
+    recorded = None if args.scale.executor in SPREAD or not args.resume else recorded_inputs(out)
     if recorded is not None:  # the interrupted job's inputs, in its order
         inputs = resumed_order(recorded, inputs, add_new=args.add_new)
         state = resume_state(out)
@@ -162,6 +170,8 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
             raise UsageError(f"{str(out)!r} is complete; --add-new continues an unfinished job: "
                              "write the new inputs' rows to another --out")  # fmt: skip
         return _finished(out, job)
+    if args.scale.executor in SPREAD:
+        return _run_spread(args, fn, build, inputs, out)
     at = state["input"] if state and "input" in state else 0
     kept = [f for f in Failures.read(args.failures, out) if f["path"] in
             {i.path for i in inputs[:at]}] if state else []  # fmt: skip
@@ -177,6 +187,45 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     sink = ResultsSink(out, values=["value"], job=job, resume=args.resume,
                        overwrite=args.overwrite)  # fmt: skip
     report, written = _answered(args, fn, build, source, sink)
+    listed = failures.publish([i.path for i in inputs], total=len(inputs))
+    if listed:
+        written["failures"] = listed
+    emit_report(args.observe, report, **written)
+    return PARTIAL if failures.entries else 0
+
+
+SPREAD = ("processes", "ray")
+"""The executors that spread a job over many inputs: runs of whole inputs side by side."""
+
+
+def _run_spread(args: argparse.Namespace, fn: Any, build: Any, inputs: list[Any], out: Path) -> int:
+    """``map INPUTS --executor processes|ray``: runs of whole inputs side by side, each
+    read by a process (a Ray task) of its own into a part, the parts joined in order; a
+    rerun with ``--resume`` makes only the runs not finished."""
+    from ..chunked import run_files
+    from ..models import PerWorker
+    from .common import emit_report
+    from .observe import observed
+    from .scale import ray_executor, ship_module_of
+
+    local = args.scale.executor == "processes"
+    executor = None if local else ray_executor(args.scale.ray_address)
+    if executor is not None:
+        ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
+    options = {"size": args.size, "on_corrupt": args.on_corrupt, "colour": args.colour,
+               "rate": args.rate, "on_error": "fail" if args.fail_fast else "skip",
+               "file_timeout": args.file_timeout} | sampling_of(args)  # fmt: skip
+    report, written = observed(
+        args.observe, "map", lambda bar, watch: run_files(
+            inputs, out, build, source_options=options,
+            executor="processes" if local else executor, workers=args.scale.workers,
+            batch_size=args.batch_size, memory=args.memory, resume=args.resume,
+            overwrite=args.overwrite, progress=bar, monitor=watch,
+        ),
+    )  # fmt: skip
+    failures = Failures(args.failures, out, [])
+    for failure in report.extra["source"]["failed"]:
+        failures.add(failure)
     listed = failures.publish([i.path for i in inputs], total=len(inputs))
     if listed:
         written["failures"] = listed

@@ -222,10 +222,11 @@ class _Child:
         self.conn.close()
 
 
-def start_child(context: Any, *, name: str, stage: str, fn: Any) -> _Child:
-    """A new child process running the worker loop (:func:`_child.serve`) for ``fn``."""
+def start_child(context: Any, *, name: str, stage: str, fn: Any, daemon: bool = True) -> _Child:
+    """A new child process running the worker loop (:func:`_child.serve`) for ``fn``
+    (``daemon=False``: one that may start children of its own)."""
     parent_end, child_end = context.Pipe()
-    process = context.Process(target=_child.serve, args=(child_end,), name=name, daemon=True)
+    process = context.Process(target=_child.serve, args=(child_end,), name=name, daemon=daemon)
     process.start()
     child_end.close()
     return _Child(process, parent_end, stage=stage, fn=function_name(fn))

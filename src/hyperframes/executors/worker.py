@@ -20,6 +20,8 @@ Example:
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +38,17 @@ from .processes import (
     unguarded_message,
 )
 
-__all__ = ["SharedBlocks", "SharedMemoryFull", "Worker", "WorkerDied", "WorkerStalled"]
+__all__ = [
+    "SharedBlocks",
+    "SharedMemoryFull",
+    "Worker",
+    "WorkerDied",
+    "WorkerStalled",
+    "ensure_orphan_exits",
+]
+
+ORPHAN_CHECK_S = 0.5
+"""How often a long call checks that the process that started its worker is still there."""
 
 
 class WorkerStalled(TimeoutError):
@@ -54,6 +66,9 @@ class Worker:
         target: a callable that pickles by reference (a module-level function, or an
             object of a module-level class), made once in the child.
         name: the child's process name (and the stage name in its errors).
+        daemon: ``False`` lets the child start processes of its own (its work reads files
+            in a reader process); it is ended as any worker is, on :meth:`close`, when the
+            worker is collected, or as its pipe closes when this process dies.
 
     Raises:
         TypeError: ``target`` cannot be pickled.
@@ -61,7 +76,10 @@ class Worker:
             again (see :func:`~.processes.unguarded_main_line`).
     """
 
-    def __init__(self, target: Callable[..., Any], *, name: str) -> None:
+    def __init__(
+        self, target: Callable[..., Any], *, name: str, daemon: bool = True,
+        preload: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
         _child.refuse_run_while_starting()
         if where := unguarded_main_line():
             raise RuntimeError(unguarded_message(where, f"a worker process ({name})"))
@@ -71,10 +89,10 @@ class Worker:
         )
         context = multiprocessing.get_context(method)
         if method == "forkserver":
-            context.set_forkserver_preload([_child.__name__])
+            context.set_forkserver_preload([_child.__name__, *preload])
         self.name = name
         self._live = SharedBlocks()  # makes none: finds an array in any live block
-        self._children = [start_child(context, name=name, stage=name, fn=target)]
+        self._children = [start_child(context, name=name, stage=name, fn=target, daemon=daemon)]
         self._finalizer = weakref.finalize(self, end_all, self._children)
         self._children[0].load(payload)
 
@@ -110,3 +128,23 @@ class Worker:
     def close(self) -> None:
         """End the child (killing it if busy)."""
         self._finalizer()
+
+
+def ensure_orphan_exits() -> None:
+    """Called in a worker's child, during a long call: end the child should its parent
+    die meanwhile (the child learns of it from its pipe only between calls). Once per
+    process: a thread that looks every :data:`ORPHAN_CHECK_S` seconds."""
+    global _watching
+    if _watching:
+        return
+    _watching, parent = True, os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(ORPHAN_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="hf-orphan-watch", daemon=True).start()
+
+
+_watching = False

@@ -161,7 +161,7 @@ class ReaderProcess:
 
     def _call(self, op: str, *args: Any, slack: float = 0.0) -> Any:
         if self._worker is None:
-            self._worker = Worker(Reads(), name="hf-reader")
+            self._worker = Worker(Reads(), name="hf-reader", preload=(Reads.__module__,))
         try:
             return self._worker.call(op, *args, timeout=self.timeout + slack)
         except WorkerStalled:

@@ -63,7 +63,7 @@ class VideoFiles(Source):
             ``.parquet``) or a list of paths (see :func:`~.inputs.expand`), sorted; or a
             list of :class:`~.inputs.Input` (as ``expand`` gives them), taken in its order.
         size: ``(width, height)`` to read every file at; needed where their sizes differ.
-        pix_fmt, step, on_corrupt, colour, keyframes, fps, at, num_frames: as
+        pix_fmt, step, on_corrupt, colour, threads, keyframes, fps, at, num_frames: as
             :class:`~.video.VideoSource` takes them, for each file (an image sequence's
             images are all key frames; ``num_frames`` is per file). A manifest's ``at``
             column gives its row's own times (a list, or text such as ``"1.5 7 12.25"``).
@@ -100,6 +100,7 @@ class VideoFiles(Source):
         step: int = 1,
         on_corrupt: OnCorrupt = "fail",
         colour: Colour = "ffmpeg",
+        threads: bool | int = True,
         keyframes: bool = False,
         fps: float | str | Fraction | None = None,
         at: Sequence[float | str | Fraction] | None = None,
@@ -128,13 +129,17 @@ class VideoFiles(Source):
         self._resume: tuple[int, int, int, int | None] | None = None
         sampling: dict[str, Any] = {"keyframes": keyframes, "fps": fps, "at": at,
                                     "num_frames": num_frames}  # fmt: skip
-        self._options: dict[str, Any] = {
-            "size": size,
-            "pix_fmt": pix_fmt,
-            "step": step,
-            "on_corrupt": on_corrupt,
-            "colour": colour,
-        } | {key: value for key, value in sampling.items() if value not in (None, False)}
+        self._options: dict[str, Any] = (
+            {
+                "size": size,
+                "pix_fmt": pix_fmt,
+                "step": step,
+                "on_corrupt": on_corrupt,
+                "colour": colour,
+            }
+            | ({} if threads is True else {"threads": threads})
+            | {key: value for key, value in sampling.items() if value not in (None, False)}
+        )
         Sampling.of(step=step, **sampling)  # (a bad choice: refused before any input is read)
         self.failed: list[dict[str, Any]] = []
         self._reading: Footprint | None = None  # the largest decoder of them all
