@@ -162,25 +162,25 @@ def main() -> int:
     (folder / "raydata.py").write_text(RAY)
     hf = [sys.executable, "-m", "hyperframes", "map"]
     common = ["fn:brightness", "--size", "640x360", "--workers", "2", "--overwrite"]
+    side = ["--executor", "processes"]
+
+    def job(inputs: Path, out: str, *extra: str) -> list[str]:
+        return [*hf, str(inputs), *common, "--out", out, *extra]
+
     approaches = {
-        "hf folder": [*hf, str(clips), *common, "--out", "folder.parquet"],
-        "hf folder, read in this process (--file-timeout 0)": [
-            *hf,
-            str(clips),
-            *common,
-            "--out",
-            "here.parquet",
-            "--file-timeout",
-            "0",
-        ],
-        "hf folder, the long file's size and codec": [
-            *hf,
-            str(uniform),
-            *common,
-            "--out",
-            "uniform.parquet",
-        ],
-        "hf long": [*hf, str(long), *common, "--out", "long.parquet"],
+        "hf folder": job(clips, "folder.parquet"),
+        "hf folder, read in this process (--file-timeout 0)": job(
+            clips, "here.parquet", "--file-timeout", "0"
+        ),
+        "hf folder, side by side (--executor processes)": job(clips, "side.parquet", *side),
+        "hf folder, side by side, read in this process": job(
+            clips, "side_here.parquet", *side, "--file-timeout", "0"
+        ),
+        "hf folder, the long file's size and codec": job(uniform, "uniform.parquet"),
+        "hf folder, the long file's size and codec, side by side": job(
+            uniform, "uniform_side.parquet", *side
+        ),
+        "hf long": job(long, "long.parquet"),
         "process pool": [sys.executable, "pool.py", str(clips), "pool.parquet"],
     }
     if args.ray:
@@ -198,20 +198,24 @@ def main() -> int:
     print("|---|---:|---:|---:|")
     for name, got in best.items():
         print(f"| {name} | {got['wall']:.1f} | {frames / got['wall']:.0f} | {got['pss']:.0f} |")
-    folder_fps = frames / best["hf folder"]["wall"]
-    alike = best["hf folder, the long file's size and codec"]
-    print(f"\nhf folder (the long file's size and codec) / hf long fps: "
-          f"{best['hf long']['wall'] / alike['wall']:.2f}x (goal >= 0.9), PSS "
-          f"{alike['pss'] / best['hf long']['pss']:.2f}x")  # fmt: skip
-    here = best["hf folder, read in this process (--file-timeout 0)"]
-    print(f"hf folder, reader process / read in this process fps: "
-          f"{here['wall'] / best['hf folder']['wall']:.2f}x")  # fmt: skip
-    pool_ratio = folder_fps / (frames / best["process pool"]["wall"])
-    print(f"hf folder / process pool fps: {pool_ratio:.2f}x (goal >= 1.2)")
+
+    def ratio(a: str, b: str) -> float:  # a's fps over b's
+        return best[b]["wall"] / best[a]["wall"]
+
+    for how in ("", ", side by side"):
+        alike = f"hf folder, the long file's size and codec{how}"
+        pss = best[alike]["pss"] / best["hf long"]["pss"]
+        print(f"\n{alike} / hf long fps: {ratio(alike, 'hf long'):.2f}x (goal >= 0.9), "
+              f"PSS {pss:.2f}x")  # fmt: skip
+    for name in ("hf folder", "hf folder, side by side (--executor processes)"):
+        print(f"{name} / process pool fps: {ratio(name, 'process pool'):.2f}x (goal >= 1.2)")
+    for how in ("", ", side by side"):
+        here = f"hf folder{how}, read in this process" + ("" if how else " (--file-timeout 0)")
+        mine = "hf folder, side by side (--executor processes)" if how else "hf folder"
+        print(f"{mine}: reader processes / read in this process fps: {ratio(mine, here):.2f}x")
     if "ray data" in best:
-        ray_ratio = best["ray data"]["wall"] / best["hf folder"]["wall"]
         pss = best["hf folder"]["pss"] / best["ray data"]["pss"]
-        print(f"hf folder / ray data fps: {ray_ratio:.2f}x (goal >= 1.5), "
+        print(f"hf folder / ray data fps: {ratio('hf folder', 'ray data'):.2f}x (goal >= 1.5), "
               f"PSS {pss:.2f}x (goal <= 0.33)")  # fmt: skip
     figures = {name: {k: got[k] for k in ("wall", "pss")} for name, got in best.items()}
     print(json.dumps({"frames": frames, **figures}))

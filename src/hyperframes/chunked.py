@@ -585,8 +585,15 @@ def _raise_first(
         what = f"frames {a}-{b - 1}"
     text = str(error).strip()
     message = text.splitlines()[0] if text else type(error).__name__
+    kept = (
+        ""
+        if job is not None
+        else (
+            f"; finished ones are kept in {str(folder)!r}: rerun the same command to do only the "
+            "missing ones"
+        )
+    )  # fmt: skip  (a local run's error has a note that says what it kept)
     raise HyperframesError(
-        f"segment {k} ({what}) failed: {message} ({len(failed)} of "
-        f"{len(plan)} segments failed; finished ones are kept in {str(folder)!r}: rerun "
-        "the same command to do only the missing ones)"
+        f"segment {k} ({what}) failed: {message} ({len(failed)} of {len(plan)} segments "
+        f"failed{kept})"
     ) from error

@@ -34,20 +34,31 @@ def shm_names() -> set[str]:
 
 
 def readers_alive() -> list[int]:
-    """Children of this process named as reader processes."""
-    found = []
+    """Processes under this one that do work: a reader left behind (multiprocessing's fork
+    server, which starts the readers, and its resource tracker live as long as this
+    process and are not counted, but what they started is; a reader's parent is the fork
+    server, whose command line it shows)."""
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+        if entry.isdigit():
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            ppid = next(int(line.split()[1]) for line in status.splitlines()
+                        if line.startswith("PPid:"))  # fmt: skip
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
         try:
-            status = Path(f"/proc/{entry}/status").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("PPid", "").strip() == str(os.getpid()) and "hf-reader" in Path(
-            f"/proc/{entry}/cmdline"
-        ).read_bytes().decode(errors="replace") + fields.get("Name", ""):
-            found.append(int(entry))
+        kept = b"forkserver" in cmdline or b"resource_tracker" in cmdline
+        if not (kept and pid in children.get(os.getpid(), [])):
+            found.append(pid)
     return found
 
 

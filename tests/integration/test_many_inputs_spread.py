@@ -1,0 +1,227 @@
+"""Many inputs spread over processes and Ray nodes (issue 50): ``map INPUTS --executor
+processes`` (or ``ray``) reads runs of whole inputs side by side, each in a process of its
+own, and gives the table the one-process job gives, row for row; a file that cannot be
+read or that hangs is listed as there; a killed job resumes with the runs it finished, and
+leaves no process or shared memory behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from hyperframes.chunked import run_files
+from hyperframes.cli import main
+from hyperframes.cli.many import PARTIAL
+
+FUNCTION = """
+import os, time
+def brightness(frames):
+    time.sleep(float(os.environ.get("HF_TEST_SLEEP", "0")))
+    return [round(float(f.mean()), 6) for f in frames]
+def build(pipeline):
+    return pipeline.map(brightness, into="value")
+def fails_on_bright(frames):
+    if any(float(f.mean()) > 120 for f in frames):
+        raise RuntimeError("too bright to answer")
+    return [1.0 for f in frames]
+"""
+SIZE = "96x64"
+
+
+def shm_names() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def workers_left(root: int) -> list[str]:
+    """Processes under ``root`` that do work (``root``'s own fork server and resource
+    tracker, which live as long as it does, are not counted, but what they started is: a
+    worker's parent is the fork server, whose command line it shows)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            ppid = next(int(line.split()[1]) for line in status.splitlines()
+                        if line.startswith("PPid:"))  # fmt: skip
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        kept = "forkserver" in cmdline or "resource_tracker" in cmdline
+        if not (kept and pid in children.get(root, [])):
+            found.append(f"{pid}: {cmdline[:80]}")
+    return found
+
+
+@pytest.fixture
+def folder(tmp_path: Path, clip_path, monkeypatch) -> Path:
+    """``clips/`` with twelve short real clips (two kinds), a damaged one among them; the
+    function's module beside it."""
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for k in range(6):
+        shutil.copy(clip_path("bikes.mp4"), clips / f"{k:02d}_bikes.mp4")
+        shutil.copy(clip_path("carphone_pristine.mp4"), clips / f"{k:02d}_carphone.mp4")
+    damaged = clip_path("bikes.mp4").read_bytes()
+    (clips / "03_damaged.mp4").write_bytes(damaged[: len(damaged) // 3])
+    (tmp_path / "spread_fn.py").write_text(FUNCTION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    return clips
+
+
+def run(capsys, *argv: str) -> tuple[int, dict]:
+    code = main(["map", *argv, "--size", SIZE, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else {}
+
+
+def test_side_by_side_gives_the_one_process_table_and_lists_the_same_failures(
+    folder: Path, tmp_path: Path, capsys
+):
+    before = shm_names()
+    code, here = run(capsys, "clips", "spread_fn:brightness", "--out", "here.parquet")
+    assert code == PARTIAL
+    code, spread = run(capsys, "clips", "spread_fn:brightness", "--out", "spread.parquet",
+                       "--executor", "processes", "--workers", "2")  # fmt: skip
+    assert code == PARTIAL
+    assert pq.read_table("spread.parquet").equals(pq.read_table("here.parquet"))
+    assert len(pq.read_table("spread.parquet")) == 6 * (250 + 120)
+    failed = [json.loads(line) for line in Path(spread["failures"]).read_text().splitlines()]
+    assert failed == [json.loads(line) for line in Path(here["failures"]).read_text().splitlines()]
+    assert [Path(f["path"]).name for f in failed] == ["03_damaged.mp4"]
+    chunks = spread["extra"]["chunks"]
+    assert chunks["segments"] >= 4 and chunks["segments_done"] == chunks["segments"]
+    assert not (tmp_path / ".spread.parquet.segments").exists()  # removed after the join
+    assert workers_left(os.getpid()) == []
+    assert shm_names() - before == set()
+
+
+def test_a_hanging_file_is_listed_and_the_rest_written(folder: Path, tmp_path: Path, capsys):
+    os.mkfifo(folder / "02_stalled.mp4")
+    (tmp_path / "clips.txt").write_text("\n".join(sorted(
+        f"clips/{p.name}" for p in folder.iterdir() if "damaged" not in p.name)) + "\n")  # fmt: skip
+    began = time.monotonic()
+    code, report = run(capsys, "clips.txt", "spread_fn:brightness", "--out", "rows.parquet",
+                       "--executor", "processes", "--file-timeout", "2")  # fmt: skip
+    assert code == PARTIAL and time.monotonic() - began < 60
+    failed = [json.loads(line) for line in Path(report["failures"]).read_text().splitlines()]
+    assert [Path(f["path"]).name for f in failed] == ["02_stalled.mp4"]
+    assert "file timeout" in failed[0]["reason"]
+    assert len(pq.read_table("rows.parquet")) == 6 * (250 + 120)
+    assert workers_left(os.getpid()) == []
+
+
+def test_a_function_that_fails_stops_the_job_in_one_line_as_one_process_does(folder: Path, capsys):
+    lines = []
+    for extra in ([], ["--executor", "processes"]):
+        code = main(["map", "clips", "spread_fn:fails_on_bright", "--out", "rows.parquet",
+                     "--size", SIZE, *extra])  # fmt: skip
+        assert code == 1 and not Path("rows.parquet").exists()
+        lines.append([x for x in capsys.readouterr().err.splitlines() if x.strip()])
+    assert [len(found) for found in lines] == [1, 1]
+    assert all("too bright to answer" in found[0] for found in lines)
+    assert "segment 0 (inputs 0-" in lines[1][0]  # which inputs' run it was
+    assert workers_left(os.getpid()) == []
+
+
+def test_fail_fast_stops_the_job_in_one_line(folder: Path, capsys):
+    code = main(["map", "clips", "spread_fn:brightness", "--out", "rows.parquet", "--size",
+                 SIZE, "--executor", "processes", "--fail-fast"])  # fmt: skip
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code not in (0, PARTIAL) and not Path("rows.parquet").exists()
+    assert len(err) == 1 and "03_damaged.mp4" in err[0], err
+    assert workers_left(os.getpid()) == []
+
+
+def test_add_new_is_refused_in_one_line(folder: Path, capsys):
+    code = main(["map", "clips", "spread_fn:brightness", "--out", "rows.parquet", "--resume",
+                 "--add-new", "--executor", "processes"])  # fmt: skip
+    assert code == 2
+    assert "--add-new" in capsys.readouterr().err
+
+
+def test_a_window_is_refused_before_any_work(folder: Path):
+    with pytest.raises(ValueError, match="window"):
+        run_files("clips", "rows.parquet", lambda p: p.map(lambda f: f, window=(1, 1)),
+                  executor="processes")  # fmt: skip
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_a_killed_job_leaves_nothing_and_resumes_to_the_same_table(
+    how: signal.Signals, folder: Path, tmp_path: Path, capsys
+):
+    code, _ = run(capsys, "clips", "spread_fn:brightness", "--out", "whole.parquet")
+    assert code == PARTIAL
+    before = shm_names()
+    argv = [sys.executable, "-m", "hyperframes", "map", "clips", "spread_fn:brightness",
+            "--out", "rows.parquet", "--size", SIZE, "--executor", "processes",
+            "--batch-size", "8", "--json"]  # fmt: skip
+    env = os.environ | {"PYTHONPATH": str(tmp_path), "HF_TEST_SLEEP": "0.05"}
+    job = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    segments = tmp_path / ".rows.parquet.segments"
+    deadline = time.monotonic() + 60
+    while len(list(segments.glob("segment-*.parquet.json"))) < 2:  # two runs finished
+        assert job.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    job.send_signal(how)
+    job.communicate(timeout=30)
+    assert job.returncode != 0
+    time.sleep(1.5)  # the orphans' watch looks every 0.5 s
+    assert workers_left(os.getpid()) == []
+    assert not Path("rows.parquet").exists()
+    kept = len(list(segments.glob("segment-*.parquet.json")))
+    assert kept >= 2
+    done = subprocess.run([*argv, "--resume"], env=env | {"HF_TEST_SLEEP": "0"},
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == PARTIAL, done.stderr
+    report = json.loads(done.stdout)
+    assert report["extra"]["chunks"]["reused"] == kept
+    assert pq.read_table("rows.parquet").equals(pq.read_table("whole.parquet"))
+    failed = [json.loads(line) for line in Path(report["failures"]).read_text().splitlines()]
+    assert [Path(f["path"]).name for f in failed] == ["03_damaged.mp4"]  # (a kept run's)
+    assert shm_names() - before == set()
+
+
+@pytest.mark.ray
+def test_ray_spreads_the_runs_over_the_nodes_and_gives_the_same_table(
+    ray_cluster, folder: Path, capsys
+):
+    code, _ = run(capsys, "clips", "spread_fn:brightness", "--out", "here.parquet")
+    assert code == PARTIAL
+    code, report = run(capsys, "clips", "spread_fn:brightness", "--out", "ray.parquet",
+                       "--executor", "ray")  # fmt: skip
+    assert code == PARTIAL
+    assert pq.read_table("ray.parquet").equals(pq.read_table("here.parquet"))
+    assert report["extra"]["chunks"]["nodes"] == 2
+    assert [Path(f["path"]).name for f in report["extra"]["source"]["failed"]] == ["03_damaged.mp4"]
+
+
+def test_the_api_takes_a_list_and_reports_what_failed(folder: Path):
+    paths = sorted(str(p) for p in folder.iterdir())
+
+    from spread_fn import build
+
+    report = run_files(paths, "rows.jsonl", build, executor="processes", workers=2,
+                       source_options={"size": (96, 64)})  # fmt: skip
+    assert report.frames == 6 * (250 + 120)
+    assert [Path(f["path"]).name for f in report.extra["source"]["failed"]] == ["03_damaged.mp4"]
+    rows = [json.loads(line) for line in Path("rows.jsonl").read_text().splitlines()]
+    assert [r["path"] for r in rows[:1]] == [paths[0]] and len(rows) == report.frames
