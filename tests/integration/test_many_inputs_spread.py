@@ -116,8 +116,8 @@ def test_side_by_side_gives_the_one_process_table_and_lists_the_same_failures(
 
 def test_a_hanging_file_is_listed_and_the_rest_written(folder: Path, tmp_path: Path, capsys):
     os.mkfifo(folder / "02_stalled.mp4")
-    (tmp_path / "clips.txt").write_text("\n".join(sorted(
-        f"clips/{p.name}" for p in folder.iterdir() if "damaged" not in p.name)) + "\n")  # fmt: skip
+    names = sorted(f"clips/{p.name}" for p in folder.iterdir() if "damaged" not in p.name)
+    (tmp_path / "clips.txt").write_text("\n".join(names) + "\n")
     began = time.monotonic()
     code, report = run(capsys, "clips.txt", "spread_fn:brightness", "--out", "rows.parquet",
                        "--executor", "processes", "--file-timeout", "2")  # fmt: skip
