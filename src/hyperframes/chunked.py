@@ -59,7 +59,7 @@ from .errors import HyperframesError
 from .executors.ray import RayExecutor, check_shippable, node_id
 from .executors.worker import Worker, ensure_orphan_exits
 from .frames import FrameSpec
-from .identity import code_identity, segment_failures, segment_ok
+from .identity import code_identity, segment_ok, segment_record
 from .io.carry import Carry
 from .io.inputs import Input
 from .io.publish import check_output, host_name
@@ -368,9 +368,11 @@ def _run(
         raise HyperframesError(
             f"a run of the same job into {str(target)!r} stopped with {len(plan) - len(todo)} "
             f"of {len(plan)} segments made (kept in {str(folder)!r}); pass resume=True to "
-            "continue it, or remove that folder to start over"
+            "continue it, or pass overwrite=True to start over"
         )
-    watch = Tally(span[1] - span[0], plan, todo, t0, progress)
+    records = [segment_record(part) for k, part in enumerate(parts) if k not in set(todo)]
+    reused_frames = sum(int(r.get("frames", 0)) for r in records) if files else None
+    watch = Tally(span[1] - span[0], plan, todo, t0, progress, reused_frames=reused_frames)
     if monitor is not None:
         monitor.start(watch.snapshot)
     report: RunReport | None = None
@@ -395,7 +397,9 @@ def _run(
                 f
                 for k, part in enumerate(parts)
                 for f in (
-                    watch.results[k]["failed"] if k in watch.results else segment_failures(part)
+                    watch.results[k]["failed"]
+                    if k in watch.results
+                    else segment_record(part).get("failed", [])
                 )
             ]
             report.extra["source"] = {"inputs": span[1], "failed": failed}
@@ -467,8 +471,9 @@ def _run_side_by_side(
     """Make the segments ``todo`` in ``workers`` processes of this machine, each taking
     the next one as it finishes one; after a failure none is handed out, those running
     finish (and are kept), and the first failure in the plan's order is raised."""
-    *head, memory = args
-    each = None if memory is None else max(1, parse_memory(memory) // workers)
+    *head, memory = args  # the job's budget, shared by the processes
+    whole = parse_memory(memory) if memory is not None else default_budget(available_memory())
+    each = max(1, whole // workers)
     left, lock, stop = list(reversed(todo)), threading.Lock(), threading.Event()
     failed: list[tuple[int, BaseException]] = []
     processes: list[Worker] = []

@@ -196,13 +196,14 @@ def record_segment(part: str | Path, frames: int, *, failed: list[Any] | None = 
     write_output(_record_of(path), json.dumps(record), overwrite=True)
 
 
-def segment_failures(part: str | Path) -> list[Any]:
-    """The inputs that failed in a finished segment, as its record keeps them."""
+def segment_record(part: str | Path) -> dict[str, Any]:
+    """What a finished segment's record keeps (``frames``, and ``failed``: the inputs that
+    failed in it); ``{}`` where there is none."""
     try:
-        failed = json.loads(_record_of(Path(part)).read_text()).get("failed", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return failed if isinstance(failed, list) else []
+        record = json.loads(_record_of(Path(part)).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def segment_ok(part: str | Path) -> bool:

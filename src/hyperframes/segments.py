@@ -365,11 +365,16 @@ class Tally:
 
     def __init__(
         self, total: int, plan: list[tuple[int, int]], todo: list[int], t0: float,
-        progress: ProgressFn | None,
+        progress: ProgressFn | None, *, reused_frames: int | None = None,
     ) -> None:  # fmt: skip
-        self.total, self.plan, self.t0, self.progress = total, plan, t0, progress
+        """``plan`` cuts ``total`` frames, or with ``reused_frames`` (the frames the kept
+        segments hold) ``total`` inputs, whose frames are not known before they are read."""
+        self.plan, self.t0, self.progress = plan, t0, progress
+        self.unit = "frames" if reused_frames is None else "inputs"
+        self.total = total if reused_frames is None else None  # (frames, for progress)
         self.reused = len(plan) - len(todo)
-        self.reused_frames = sum(b - a for k, (a, b) in enumerate(plan) if k not in set(todo))
+        self.reused_span = sum(b - a for k, (a, b) in enumerate(plan) if k not in set(todo))
+        self.reused_frames = self.reused_span if reused_frames is None else reused_frames
         self.frames = 0  # made by this run (the report's frames and fps count only these)
         self.done: list[dict[str, Any]] = []
         self.results: dict[int, dict[str, Any]] = {}  # by segment
@@ -381,7 +386,12 @@ class Tally:
         if self.progress is not None:
             elapsed = time.perf_counter() - self.t0
             slowest = max(self._stages(), key=lambda s: s.busy_per_worker_s).name
-            done = f"{self.reused + len(self.done)}/{len(self.plan)} segments"
+            if self.unit == "inputs":
+                read = self.reused_span + sum(b - a for a, b in map(self.plan.__getitem__,
+                                                                    self.results))  # fmt: skip
+                done = f"{read}/{self.plan[-1][1]} files"
+            else:
+                done = f"{self.reused + len(self.done)}/{len(self.plan)} segments"
             made = self.reused_frames + self.frames
             self.progress(Progress(made, self.total, elapsed, slowest, done))
 
@@ -431,9 +441,14 @@ class Tally:
             "cluster_cpus": cpus,
             "cpus_per_segment": per,
             "nodes": len({r["node"] for r in self.done}),
-            "segment_frames": [min(b - a for a, b in self.plan), max(b - a for a, b in self.plan)],
+            f"segment_{self.unit}": [
+                min(b - a for a, b in self.plan),
+                max(b - a for a, b in self.plan),
+            ],
             "reused_frames": self.reused_frames,
         }
+        if self.unit == "inputs":
+            chunks["reused_inputs"] = self.reused_span
         skipped = sorted(i for r in self.done for i in r["skipped"])
         if skipped:
             chunks["skipped_frames"] = skipped

@@ -193,7 +193,9 @@ def test_a_killed_job_leaves_nothing_and_resumes_to_the_same_table(
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == PARTIAL, done.stderr
     report = json.loads(done.stdout)
-    assert report["extra"]["chunks"]["reused"] == kept
+    chunks = report["extra"]["chunks"]
+    assert chunks["reused"] == kept and 0 < chunks["reused_inputs"] < 13
+    assert report["frames"] + chunks["reused_frames"] == 6 * (250 + 120)  # made, kept
     assert pq.read_table("rows.parquet").equals(pq.read_table("whole.parquet"))
     failed = [json.loads(line) for line in Path(report["failures"]).read_text().splitlines()]
     assert [Path(f["path"]).name for f in failed] == ["03_damaged.mp4"]  # (a kept run's)
