@@ -57,7 +57,7 @@ from .engine.sizing import available_memory, default_budget, parse_memory
 from .engine.watch import Monitor, Progress, ProgressFn
 from .errors import HyperframesError
 from .executors.ray import RayExecutor, check_shippable, node_id
-from .executors.worker import Worker, ensure_orphan_exits
+from .executors.worker import Worker
 from .frames import FrameSpec
 from .identity import code_identity, segment_ok, segment_record
 from .io.carry import Carry
@@ -487,7 +487,7 @@ def _run_side_by_side(
         k = take()
         if k is None:
             return
-        worker = Worker(_segment_here, name="hf-segments", daemon=False, preload=(__name__,))
+        worker = Worker(process_segment, name="hf-segments", daemon=False, preload=(__name__,))
         with lock:
             processes.append(worker)
             if stop.is_set():  # (the run was stopped while it started)
@@ -522,13 +522,6 @@ def _run_side_by_side(
             thread.join()
     if failed:
         _raise_first(failed, plan, folder, job)
-
-
-def _segment_here(*args: Any) -> dict[str, Any]:
-    """:func:`process_segment` in a process of :func:`_run_side_by_side`'s, which ends
-    itself should the process that started it die (a call lasts a whole segment)."""
-    ensure_orphan_exits()
-    return process_segment(*args)
 
 
 def _segment_task(

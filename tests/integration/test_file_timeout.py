@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -175,3 +177,40 @@ def test_a_bad_file_timeout_is_refused_in_one_line(given, folder: Path, capsys):
 def test_a_bad_file_timeout_is_refused_in_python(given, clip_path):
     with pytest.raises(ValueError, match="file_timeout must be seconds above 0"):
         hf.VideoFiles([str(clip_path("bikes.mp4"))], file_timeout=given)
+
+
+def test_a_reader_stuck_on_a_file_ends_when_its_job_is_killed(folder: Path, tmp_path: Path):
+    os.mkfifo(folder / "b_stalled.mp4")
+    (tmp_path / "clips.txt").write_text("clips/b_stalled.mp4\nclips/a_bikes.mp4\n")
+    mark = f"reader-kill-{os.getpid()}"
+    env = os.environ | {"PYTHONPATH": str(tmp_path), "HF_TEST_MARK": mark}
+    job = subprocess.Popen(
+        [sys.executable, "-m", "hyperframes", "map", "clips.txt", "brightness_fn:brightness",
+         "--out", "rows.jsonl", "--size", "160x96"],
+        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while len(marked(mark)) < 3:  # the job, its fork server, the reader stuck on the FIFO
+        assert job.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.5)
+    job.kill()
+    job.wait(timeout=30)
+    deadline = time.monotonic() + 5
+    while marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marked(mark) == []
+
+
+def marked(mark: str) -> list[int]:
+    """Processes whose environment holds ``HF_TEST_MARK=mark`` (a killed job's children
+    are no longer under this process: they are found by what they inherited)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes() if entry.isdigit() else b""
+        except OSError:
+            continue
+        if f"HF_TEST_MARK={mark}".encode() in environ.split(b"\0"):
+            found.append(int(entry))
+    return found

@@ -42,6 +42,20 @@ def shm_names() -> set[str]:
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
+def marked(mark: str) -> list[int]:
+    """Processes whose environment holds ``HF_TEST_MARK=mark`` (a killed job's children
+    are no longer under this process: they are found by what they inherited)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes() if entry.isdigit() else b""
+        except OSError:
+            continue
+        if f"HF_TEST_MARK={mark}".encode() in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
 def workers_left(root: int) -> list[str]:
     """Processes under ``root`` that do work (``root``'s own fork server and resource
     tracker, which live as long as it does, are not counted, but what they started is: a
@@ -174,18 +188,22 @@ def test_a_killed_job_leaves_nothing_and_resumes_to_the_same_table(
     argv = [sys.executable, "-m", "hyperframes", "map", "clips", "spread_fn:brightness",
             "--out", "rows.parquet", "--size", SIZE, "--executor", "processes",
             "--batch-size", "8", "--json"]  # fmt: skip
-    env = os.environ | {"PYTHONPATH": str(tmp_path), "HF_TEST_SLEEP": "0.05"}
+    mark = f"spread-{os.getpid()}-{how}"
+    env = os.environ | {"PYTHONPATH": str(tmp_path), "HF_TEST_SLEEP": "0.05", "HF_TEST_MARK": mark}
     job = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     segments = tmp_path / ".rows.parquet.segments"
     deadline = time.monotonic() + 60
     while len(list(segments.glob("segment-*.parquet.json"))) < 2:  # two runs finished
         assert job.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
+    assert len(marked(mark)) >= 4  # the job, its fork server, two workers (and readers)
     job.send_signal(how)
     job.communicate(timeout=30)
     assert job.returncode != 0
-    time.sleep(1.5)  # the orphans' watch looks every 0.5 s
-    assert workers_left(os.getpid()) == []
+    deadline = time.monotonic() + 5  # (the processes it started end themselves)
+    while marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marked(mark) == []
     assert not Path("rows.parquet").exists()
     kept = len(list(segments.glob("segment-*.parquet.json")))
     assert kept >= 2

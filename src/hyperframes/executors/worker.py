@@ -8,7 +8,8 @@ arrays that lie in any live shared block of this process (:class:`SharedBlocks`)
 where they lie, so the child writes frames straight into memory the parent reads. A call that
 gives no answer within its ``timeout`` kills the child and raises
 :class:`WorkerStalled`; a child that ends during a call raises :class:`WorkerDied`.
-Either way the worker is then closed: make a new one to go on.
+Either way the worker is then closed: make a new one to go on. A child ends itself when the
+process that made it dies, also in the middle of a call (it waits on that process).
 
 Example:
     >>> worker = Worker(len, name="hf-example")  # doctest: +SKIP
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import select
 import threading
 import weakref
 from collections.abc import Callable
@@ -44,11 +46,11 @@ __all__ = [
     "Worker",
     "WorkerDied",
     "WorkerStalled",
-    "ensure_orphan_exits",
 ]
 
 ORPHAN_CHECK_S = 0.5
-"""How often a long call checks that the process that started its worker is still there."""
+"""How often a long call checks that the process that made its worker is still there,
+where it cannot wait on it (:func:`ensure_orphan_exits`)."""
 
 
 class WorkerStalled(TimeoutError):
@@ -83,7 +85,7 @@ class Worker:
         _child.refuse_run_while_starting()
         if where := unguarded_main_line():
             raise RuntimeError(unguarded_message(where, f"a worker process ({name})"))
-        payload = pickled_function(target, stage=name)
+        payload = pickled_function(_Watched(target, os.getpid()), stage=name)
         method = (
             "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
         )
@@ -130,18 +132,47 @@ class Worker:
         self._finalizer()
 
 
-def ensure_orphan_exits() -> None:
-    """Called in a worker's child, during a long call: end the child should its parent
-    die meanwhile (the child learns of it from its pipe only between calls). Once per
-    process: a thread that looks every :data:`ORPHAN_CHECK_S` seconds."""
+class _Watched:
+    """``target`` as the child calls it: the first call starts the watch that ends the child
+    should the process that made the worker die (a call may last long: a whole segment,
+    or a read stuck on a stalled file)."""
+
+    def __init__(self, target: Callable[..., Any], owner: int) -> None:
+        self.target, self.owner = target, owner
+
+    def __call__(self, *args: Any) -> Any:
+        ensure_orphan_exits(self.owner)
+        return self.target(*args)
+
+
+def ensure_orphan_exits(parent: int) -> None:
+    """Called in a worker's child with the pid of the process that made the worker: end
+    the child should that process die (the child learns of
+    it from its pipe only between calls, and its parent is multiprocessing's fork server,
+    which outlives its clients while any child of it lives). Once per process: a thread
+    that waits on the process (a pidfd), or looks every :data:`ORPHAN_CHECK_S` seconds."""
     global _watching
     if _watching:
         return
-    _watching, parent = True, os.getppid()
+    _watching = True
+    try:
+        handle: int | None = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # (an older kernel, or one that refuses it)
+        handle = None
+
+    def gone() -> bool:
+        try:
+            with open(f"/proc/{parent}/stat", "rb") as stat:
+                return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+        except OSError:
+            return True
 
     def watch() -> None:
-        while os.getppid() == parent:
-            threading.Event().wait(ORPHAN_CHECK_S)
+        if handle is not None:
+            select.select([handle], [], [])
+        else:
+            while not gone():
+                threading.Event().wait(ORPHAN_CHECK_S)
         os._exit(1)
 
     threading.Thread(target=watch, name="hf-orphan-watch", daemon=True).start()
