@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _processes import marked, working_under  # this folder's helper
 
 import hyperframes as hf
 from hyperframes.cli import main
@@ -33,35 +34,6 @@ def brightness(frames):
 
 def shm_names() -> set[str]:
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-
-
-def readers_alive() -> list[int]:
-    """Processes under this one that do work: a reader left behind (multiprocessing's fork
-    server, which starts the readers, and its resource tracker live as long as this
-    process and are not counted, but what they started is; a reader's parent is the fork
-    server, whose command line it shows)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                status = Path(f"/proc/{entry}/status").read_text()
-            except OSError:
-                continue
-            ppid = next(int(line.split()[1]) for line in status.splitlines()
-                        if line.startswith("PPid:"))  # fmt: skip
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], list(children.get(os.getpid(), []))
-    while todo:
-        pid = todo.pop()
-        todo += children.get(pid, [])
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        kept = b"forkserver" in cmdline or b"resource_tracker" in cmdline
-        if not (kept and pid in children.get(os.getpid(), [])):
-            found.append(pid)
-    return found
 
 
 @pytest.fixture
@@ -99,7 +71,7 @@ def test_a_hanging_file_is_stopped_listed_and_the_rest_written(folder: Path, tmp
     assert "2 s" in failures[0]["reason"] and "file timeout" in failures[0]["reason"]
     assert out.read_text() == reference.read_text()  # every other row, as read here
     assert took < 30
-    assert readers_alive() == []
+    assert working_under(os.getpid()) == []
     assert shm_names() - before == set()
 
 
@@ -119,7 +91,7 @@ def test_a_reader_that_dies_fails_its_file_alone(tmp_path: Path, clip_path):
     assert "killed by signal 9" in source.failed[0]["reason"]
     assert 0 < source.failed[0]["frames"] < 250
     assert got[1] == 120  # the next file, whole, in a fresh reader
-    assert readers_alive() == []
+    assert working_under(os.getpid()) == []
     assert shm_names() - before == set()
 
 
@@ -200,17 +172,3 @@ def test_a_reader_stuck_on_a_file_ends_when_its_job_is_killed(folder: Path, tmp_
     while marked(mark) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marked(mark) == []
-
-
-def marked(mark: str) -> list[int]:
-    """Processes whose environment holds ``HF_TEST_MARK=mark`` (a killed job's children
-    are no longer under this process: they are found by what they inherited)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes() if entry.isdigit() else b""
-        except OSError:
-            continue
-        if f"HF_TEST_MARK={mark}".encode() in environ.split(b"\0"):
-            found.append(int(entry))
-    return found

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from _processes import marked, working_under  # this folder's helper
 
 from hyperframes.chunked import run_files
 from hyperframes.cli import main
@@ -40,48 +41,6 @@ SIZE = "96x64"
 
 def shm_names() -> set[str]:
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-
-
-def marked(mark: str) -> list[int]:
-    """Processes whose environment holds ``HF_TEST_MARK=mark`` (a killed job's children
-    are no longer under this process: they are found by what they inherited)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes() if entry.isdigit() else b""
-        except OSError:
-            continue
-        if f"HF_TEST_MARK={mark}".encode() in environ.split(b"\0"):
-            found.append(int(entry))
-    return found
-
-
-def workers_left(root: int) -> list[str]:
-    """Processes under ``root`` that do work (``root``'s own fork server and resource
-    tracker, which live as long as it does, are not counted, but what they started is: a
-    worker's parent is the fork server, whose command line it shows)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                status = Path(f"/proc/{entry}/status").read_text()
-            except OSError:
-                continue
-            ppid = next(int(line.split()[1]) for line in status.splitlines()
-                        if line.startswith("PPid:"))  # fmt: skip
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        todo += children.get(pid, [])
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        kept = "forkserver" in cmdline or "resource_tracker" in cmdline
-        if not (kept and pid in children.get(root, [])):
-            found.append(f"{pid}: {cmdline[:80]}")
-    return found
 
 
 @pytest.fixture
@@ -124,7 +83,7 @@ def test_side_by_side_gives_the_one_process_table_and_lists_the_same_failures(
     chunks = spread["extra"]["chunks"]
     assert chunks["segments"] >= 4 and chunks["segments_done"] == chunks["segments"]
     assert not (tmp_path / ".spread.parquet.segments").exists()  # removed after the join
-    assert workers_left(os.getpid()) == []
+    assert working_under(os.getpid()) == []
     assert shm_names() - before == set()
 
 
@@ -140,7 +99,7 @@ def test_a_hanging_file_is_listed_and_the_rest_written(folder: Path, tmp_path: P
     assert [Path(f["path"]).name for f in failed] == ["02_stalled.mp4"]
     assert "file timeout" in failed[0]["reason"]
     assert len(pq.read_table("rows.parquet")) == 6 * (250 + 120)
-    assert workers_left(os.getpid()) == []
+    assert working_under(os.getpid()) == []
 
 
 def test_a_function_that_fails_stops_the_job_in_one_line_as_one_process_does(folder: Path, capsys):
@@ -153,7 +112,7 @@ def test_a_function_that_fails_stops_the_job_in_one_line_as_one_process_does(fol
     assert [len(found) for found in lines] == [1, 1]
     assert all("too bright to answer" in found[0] for found in lines)
     assert "segment 0 (inputs 0-" in lines[1][0]  # which inputs' run it was
-    assert workers_left(os.getpid()) == []
+    assert working_under(os.getpid()) == []
 
 
 def test_fail_fast_stops_the_job_in_one_line(folder: Path, capsys):
@@ -162,7 +121,7 @@ def test_fail_fast_stops_the_job_in_one_line(folder: Path, capsys):
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code not in (0, PARTIAL) and not Path("rows.parquet").exists()
     assert len(err) == 1 and "03_damaged.mp4" in err[0], err
-    assert workers_left(os.getpid()) == []
+    assert working_under(os.getpid()) == []
 
 
 def test_add_new_is_refused_in_one_line(folder: Path, capsys):
