@@ -42,6 +42,7 @@ the run here share one body (``hyperframes.segments`` holds what a segment is).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import threading
@@ -57,9 +58,10 @@ from .engine.sizing import available_memory, default_budget, parse_memory
 from .engine.watch import Monitor, Progress, ProgressFn
 from .errors import HyperframesError
 from .executors.ray import RayExecutor, check_shippable, node_id
-from .executors.worker import Worker
+from .executors.worker import SharedBlocks, Worker, WorkerDied
 from .frames import FrameSpec
 from .identity import code_identity, segment_ok, segment_record
+from .io.beating import BEGUN, BUSY, POSITION, new_beat
 from .io.carry import Carry
 from .io.inputs import Input
 from .io.publish import check_output, host_name
@@ -378,9 +380,12 @@ def _run(
     report: RunReport | None = None
     args = (frames, halo, build, sink_options, batch_size, cpus_per_segment, memory)
     try:
-        if side_by_side:
-            assert workers is not None
-            _run_side_by_side(job, parts, plan, todo, args, workers, watch, folder)
+        if side_by_side:  # (each process reads its own files, told to a guard here)
+            assert workers is not None and isinstance(job, FilesJob)
+            timeout = job.options.get("file_timeout")
+            here = {key: value for key, value in job.options.items() if key != "file_timeout"}
+            job = dataclasses.replace(job, options=here)
+            _run_side_by_side(job, parts, plan, todo, args, workers, watch, folder, timeout)
         elif local:
             _run_here(job, parts, plan, todo, args, str(executor), watch)
         else:
@@ -467,61 +472,135 @@ def _run_side_by_side(
     workers: int,
     watch: Tally,
     folder: Path,
+    timeout: float | None,
 ) -> None:
     """Make the segments ``todo`` in ``workers`` processes of this machine, each taking
     the next one as it finishes one; after a failure none is handed out, those running
-    finish (and are kept), and the first failure in the plan's order is raised."""
+    finish (and are kept), and the first failure in the plan's order is raised.
+
+    Each process reads its own inputs and tells its reads in a beat (shared memory,
+    :mod:`~.io.beating`): one that runs longer than ``timeout`` seconds stops the process,
+    as does a process that dies in a read, and the segment is made again in a new one
+    without that input, which is listed as failed with why."""
     *head, memory = args  # the job's budget, shared by the processes
     whole = parse_memory(memory) if memory is not None else default_budget(available_memory())
     each = max(1, whole // workers)
-    left, lock, stop = list(reversed(todo)), threading.Lock(), threading.Event()
+    left, lock, stop, ended = (
+        list(reversed(todo)),
+        threading.Lock(),
+        threading.Event(),
+        threading.Event(),
+    )
     failed: list[tuple[int, BaseException]] = []
     processes: list[Worker] = []
-    node = host_name()
+    running: dict[int, tuple[Worker, np.ndarray]] = {}  # by id(worker)
+    stalled: dict[int, int] = {}  # id(worker): the position of the input it stalled on
+    beats, node = SharedBlocks(), host_name()
 
     def take() -> int | None:
         with lock:
             return left.pop() if left and not stop.is_set() else None
 
-    def drive() -> None:
-        k = take()
-        if k is None:
-            return
-        worker = Worker(process_segment, name="hf-segments", daemon=False, preload=(__name__,))
+    def start() -> Worker | None:
+        worker = Worker(_watched_segment, name="hf-segments", daemon=False, preload=(__name__,))
         with lock:
             processes.append(worker)
             if stop.is_set():  # (the run was stopped while it started)
                 worker.close()
-                return
-        while k is not None:
+                return None
+        return worker
+
+    def drive() -> None:
+        k, this = take(), job
+        worker = None if k is None else start()
+        beat = new_beat(beats.create(BEAT_BYTES))
+        while worker is not None and k is not None:
+            beat[:] = (-1, 0, 0)
+            with lock:
+                running[id(worker)] = (worker, beat)
             try:
-                result = worker.call(job, str(parts[k]), plan[k], *head, each)
+                result = worker.call(beat, this, str(parts[k]), plan[k], *head, each)
             except BaseException as exc:
                 with lock:
-                    failed.append((k, exc))
-                stop.set()
-                return
+                    running.pop(id(worker), None)
+                    why = _given_up(exc, stalled.pop(id(worker), None), beat, timeout)
+                if why is None or stop.is_set() or not isinstance(this, FilesJob):
+                    with lock:
+                        failed.append((k, exc))
+                    stop.set()
+                    return
+                worker.close()  # the segment again, in a new process, without that input
+                this, worker = dataclasses.replace(this, given_up=(*this.given_up, why)), start()
+                continue
             with lock:
+                running.pop(id(worker), None)
                 watch.finished(k, result | {"node": node})
-            k = take()
+            k, this = take(), job
+
+    def guard() -> None:  # stop a process whose read has run past the timeout
+        assert timeout is not None
+        seen: dict[int, tuple[int, float]] = {}
+        while not ended.wait(GUARD_S):
+            now = time.monotonic()
+            with lock:
+                now_running = list(running.items())
+            for key, (worker, beat) in now_running:
+                begun, busy = int(beat[BEGUN]), int(beat[BUSY])
+                was = seen.get(key)
+                if not busy or was is None or was[0] != begun:
+                    seen[key] = (begun, now)
+                elif now - was[1] >= timeout:
+                    with lock:
+                        if key in running:
+                            stalled[key] = int(beat[POSITION])
+                    worker.close()
+                    seen.pop(key, None)
 
     threads = [threading.Thread(target=drive, name=f"hf-segments-{n}", daemon=True)
                for n in range(min(workers, len(todo)))]  # fmt: skip
+    if timeout is not None:
+        threads.append(threading.Thread(target=guard, name="hf-segments-guard", daemon=True))
     try:
         for thread in threads:
             thread.start()
-        for thread in threads:
+        for thread in threads[: min(workers, len(todo))]:
             while thread.is_alive():
                 thread.join(0.25)  # (a Ctrl-C reaches this thread between waits)
     finally:  # interrupted: the segments running are stopped (finished ones are kept)
         stop.set()
+        ended.set()
         with lock:
             for worker in processes:
                 worker.close()
         for thread in threads:
             thread.join()
+        beats.unlink_all()
     if failed:
         _raise_first(failed, plan, folder, job)
+
+
+BEAT_BYTES, GUARD_S = 24, 0.25
+"""A beat's size (:func:`~.io.beating.new_beat`), and how often the guard of
+:func:`_run_side_by_side` looks at the beats."""
+
+
+def _watched_segment(beat: np.ndarray, *args: Any) -> dict[str, Any]:
+    """:func:`process_segment` in a process of :func:`_run_side_by_side`'s, its reads told
+    in ``beat``."""
+    return process_segment(*args, beat=beat)
+
+
+def _given_up(
+    error: BaseException, stalled_at: int | None, beat: np.ndarray, timeout: float | None
+) -> tuple[int, str] | None:
+    """The input to make a segment again without, and why: the one a read ran past the
+    timeout on, or the one a process died reading; ``None``: the segment failed."""
+    if stalled_at is not None and stalled_at >= 0:
+        return stalled_at, (f"nothing came of it in {timeout:g} s (the file timeout): its "
+                            "read was stopped")  # fmt: skip
+    if isinstance(error, WorkerDied) and beat[BUSY] and beat[POSITION] >= 0:
+        return int(beat[POSITION]), f"the process reading it stopped: {error}"
+    return None
 
 
 def _segment_task(

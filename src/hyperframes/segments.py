@@ -66,9 +66,13 @@ class _FramesJob:
         """A pipeline for ``build`` to add its stages to, to learn their halo."""
         return self.pipeline(start, start + 1, 1, None)
 
+    def listed(self, segment: tuple[int, int]) -> list[dict[str, Any]]:
+        """Inputs listed as failed before the segment is made: none (one input)."""
+        return []
+
     def segment(
         self, segment: tuple[int, int], frames: int, halo: tuple[int, int], cpus: int,
-        batch_size: int | None,
+        batch_size: int | None, beat: np.ndarray | None = None,
     ) -> tuple[Pipeline, Callable[[Sink], Sink]]:  # fmt: skip
         """The pipeline of ``segment`` with its halo, and what keeps its own frames of it."""
         start, stop = segment
@@ -96,6 +100,15 @@ class FilesJob:
 
     inputs: tuple[Input, ...]
     options: dict[str, Any] = field(default_factory=dict)
+    given_up: tuple[tuple[int, str], ...] = ()
+    """Inputs listed as failed without being read (their position, and why): those a
+    process reading them stalled or died on."""
+
+    def listed(self, segment: tuple[int, int]) -> list[dict[str, Any]]:
+        """The failures of :attr:`given_up` in ``segment``."""
+        start, stop = segment
+        return [{"path": self.inputs[k].path, "reason": why, "frames": 0}
+                for k, why in self.given_up if start <= k < stop]  # fmt: skip
 
     def probe(self, start: int) -> Pipeline:
         """A pipeline of one blank frame, for ``build`` to add its stages to (no input is
@@ -106,19 +119,25 @@ class FilesJob:
 
     def segment(
         self, segment: tuple[int, int], frames: int, halo: tuple[int, int], cpus: int,
-        batch_size: int | None,
+        batch_size: int | None, beat: np.ndarray | None = None,
     ) -> tuple[Pipeline, Callable[[Sink], Sink]]:  # fmt: skip
-        """The pipeline of the inputs ``segment`` (no halo: a window does not reach
-        across files), every frame of it kept."""
-        from .io.video_files import VideoFiles
+        """The pipeline of the inputs ``segment`` but those given up (no halo: a window
+        does not reach across files), every frame of it kept; with ``beat``, its reads
+        are told there (see :class:`~.io.beating.BeatingFiles`)."""
+        from .io.beating import BeatingFiles
 
-        start, stop = segment
+        skipped = {k for k, _ in self.given_up}
+        chosen = [k for k in range(*segment) if k not in skipped]
         failed: list[dict[str, Any]] = []
         try:
-            source: Source = VideoFiles(list(self.inputs[start:stop]), threads=cpus,
-                                        on_failed=failed.append, **self.options)  # fmt: skip
+            if not chosen:
+                raise ValueError("no input is left to read")
+            source: Source = BeatingFiles(
+                [self.inputs[k] for k in chosen], positions=chosen, beat=beat, threads=cpus,
+                on_failed=failed.append, **self.options,
+            )  # fmt: skip
         except ValueError:
-            if len(failed) < stop - start:
+            if len(failed) < len(chosen):
                 raise
             source = _Unread(failed)  # (a run of inputs none of which could be read)
         return Pipeline.from_source(source, batch_size=batch_size), lambda sink: sink
@@ -294,20 +313,22 @@ def process_segment(
     job: Job, part: str, segment: tuple[int, int], frames: int, halo: tuple[int, int],
     build: Build | None, sink_options: dict[str, Any], batch_size: int | None, cpus: int,
     memory: int | str | None, *, executor: str = "threads", progress: ProgressFn | None = None,
+    beat: np.ndarray | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Make ``[start - halo, stop + halo)``, run the stages, encode ``[start, stop)``
     into ``part`` with ``cpus`` threads at most; returns the segment's report.
 
     ``memory`` is the segment's pools' budget (``None``: the machine's default);
-    ``executor`` runs the segment's stages (a local one: ``"threads"``, ``"processes"``)."""
-    pipeline, own = job.segment(segment, frames, halo, cpus, batch_size)
+    ``executor`` runs the segment's stages (a local one: ``"threads"``, ``"processes"``);
+    ``beat``: where a job over many inputs tells a watcher of its reads."""
+    pipeline, own = job.segment(segment, frames, halo, cpus, batch_size, beat)
     if build is not None:
         pipeline = build(pipeline)
     sink = _segment_sink(part, sink_options, cpus)
     trimmed = _capped(pipeline, cpus).to(own(sink))
     report = trimmed.run(memory=memory, executor=executor, progress=progress)
     written = sink.rows_written if isinstance(sink, ResultsSink) else sink.frames_written
-    failed = list(getattr(pipeline.source, "failed", []))  # (inputs of a FilesJob)
+    failed = job.listed(segment) + list(getattr(pipeline.source, "failed", []))
     record_segment(part, written, failed=failed)  # after the part: a killed task leaves none
     skipped = getattr(pipeline.source, "skipped", [])
     return {"report": report, "skipped": list(skipped), "written": written, "failed": failed}

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -204,3 +205,57 @@ def test_the_api_takes_a_list_and_reports_what_failed(folder: Path):
     assert [Path(f["path"]).name for f in report.extra["source"]["failed"]] == ["03_damaged.mp4"]
     rows = [json.loads(line) for line in Path("rows.jsonl").read_text().splitlines()]
     assert [r["path"] for r in rows[:1]] == [paths[0]] and len(rows) == report.frames
+
+
+def test_a_process_that_dies_in_a_read_fails_that_file_alone(
+    folder: Path, tmp_path: Path, clip_path, capsys
+):
+    fifo = folder / "02_cut.mp4"
+    os.mkfifo(fifo)
+    (tmp_path / "clips.txt").write_text(
+        "clips/00_bikes.mp4\nclips/02_cut.mp4\nclips/04_bikes.mp4\n"
+    )
+    head = clip_path("bikes.mp4").read_bytes()[:100_000]
+
+    def feed_then_kill_the_reader() -> None:  # a crash in the decoder, as the job sees it
+        with open(fifo, "wb") as writer:
+            writer.write(head)
+            writer.flush()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                holders = [p for p in reading(fifo) if p != os.getpid()]
+                if holders:
+                    os.kill(holders[0], signal.SIGKILL)
+                    return
+                time.sleep(0.05)
+
+    killer = threading.Thread(target=feed_then_kill_the_reader)
+    killer.start()
+    code, report = run(capsys, "clips.txt", "spread_fn:brightness", "--out", "rows.parquet",
+                       "--executor", "processes", "--file-timeout", "60")  # fmt: skip
+    killer.join()
+    assert code == PARTIAL
+    failed = [json.loads(line) for line in Path(report["failures"]).read_text().splitlines()]
+    assert [Path(f["path"]).name for f in failed] == ["02_cut.mp4"]
+    assert "killed by signal 9" in failed[0]["reason"]
+    assert len(pq.read_table("rows.parquet")) == 2 * 250  # the other two, whole
+    assert working_under(os.getpid()) == []
+
+
+def reading(path: Path) -> list[int]:
+    """The processes that hold ``path`` open."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fds = os.listdir(f"/proc/{entry}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    if os.readlink(f"/proc/{entry}/fd/{fd}") == str(path):
+                        found.append(int(entry))
+                        break
+                except OSError:
+                    continue
+    return found

@@ -147,6 +147,7 @@ class VideoFiles(Source):
         self._sources: dict[int, VideoSource | ImageSequenceSource | RemoteSource] = {}
         self._later: set[int] = set()  # looked at only when reached
         for k, item in enumerate(self.inputs):
+            self._at_input(k)
             try:
                 self._sources[k] = self._source(item)
             except READ_ERRORS as exc:
@@ -213,14 +214,19 @@ class VideoFiles(Source):
                         self._fail(k, got, frames=0)
                         self._found_failed.append(self.failed[-1])
             else:
-                threads = min(32, 2 * len(os.sched_getaffinity(0)))
-                with ThreadPoolExecutor(threads, thread_name_prefix="hf-headers") as pool:
-                    found += pool.map(lambda k: header_footprint(
-                        self.inputs[k], size=size, pix_fmt=pix_fmt), later)  # fmt: skip
+                found += self._headers(later)
             found.append(Footprint("decoder"))
             least, wants = max(f.least for f in found), max(f.wants for f in found)
             self._reading = Footprint("decoder", least=least, wants=wants)
         return self._reading
+
+    def _headers(self, later: list[int]) -> list[Footprint]:
+        """The decoders of the inputs ``later``, from their headers, on a thread a core."""
+        size, pix_fmt = self._options["size"], self._options["pix_fmt"]
+        threads = min(32, 2 * len(os.sched_getaffinity(0)))
+        with ThreadPoolExecutor(threads, thread_name_prefix="hf-headers") as pool:
+            return list(pool.map(lambda k: header_footprint(
+                self.inputs[k], size=size, pix_fmt=pix_fmt), later))  # fmt: skip
 
     def pool_memory(self, nbytes: int) -> Any:
         """Shared memory of the reader process's, where there is one: it decodes into the
@@ -258,6 +264,7 @@ class VideoFiles(Source):
         """Read input ``self._k`` after ``frame`` (after its ``sample``-th sample, where a
         sampling counts them); the next input where none is left."""
         item = self.inputs[self._k]
+        self._at_input(self._k)
         source = self._sources.pop(self._k, None)
         if source is not None:
             source.close()
@@ -285,8 +292,12 @@ class VideoFiles(Source):
         self._close_sources()
         self._start_over()
 
+    def _at_input(self, k: int) -> None:
+        """Input ``k`` is the one opened or read now (a hook: nothing here)."""
+
     def read_into(self, out: np.ndarray) -> Chunk:
         while self._k < len(self.inputs):
+            self._at_input(self._k)
             source = self._sources.get(self._k)
             if source is None and self._k in self._later:  # opened only now (size= given)
                 try:

@@ -1,0 +1,82 @@
+"""Many inputs read with a pulse that a watcher in another process can see: which input a
+read is at, and whether it moves (the file timeout of a job over many inputs spread over
+processes, ``map INPUTS --executor processes``).
+
+:class:`BeatingFiles` is a :class:`~.video_files.VideoFiles` that writes into ``beat``
+(three int64 in shared memory): the position of the input it is at (in the job's list),
+how many reads it has begun, and whether one runs now. A watcher that sees a read run for
+longer than its timeout with the same count knows which input hangs, and can stop the
+process; one that sees the process die in a read knows which input it was reading. The
+process reads its own files, with no reader process between it and them: while the job's
+function is busy, or waits, nothing runs, so a slow function is never taken for a
+stalled file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .base import Chunk, Footprint
+from .file_reader import header_footprint
+from .video_files import VideoFiles
+
+POSITION, BEGUN, BUSY = 0, 1, 2
+"""The fields of a beat: the input's position, the reads begun, 1 while one runs."""
+
+
+def new_beat(memory: Any) -> np.ndarray:
+    """A beat in ``memory`` (at least 24 bytes; shared, for a watcher elsewhere)."""
+    beat = np.frombuffer(memory, np.int64, count=3)
+    beat[:] = (-1, 0, 0)
+    return beat
+
+
+class BeatingFiles(VideoFiles):
+    """:class:`~.video_files.VideoFiles` whose reads are told in ``beat`` (``None``: not
+    told): ``positions`` are the inputs' positions in the job (what ``beat`` says)."""
+
+    def __init__(
+        self, inputs: list[Any], *, positions: list[int], beat: np.ndarray | None, **options: Any
+    ) -> None:
+        self._beat, self._positions, self._depth = beat, positions, 0
+        with self._busy():
+            super().__init__(inputs, **options)
+
+    @contextlib.contextmanager
+    def _busy(self) -> Iterator[None]:
+        beat = self._beat
+        if beat is not None:
+            self._depth += 1
+            beat[BUSY] = 1
+        try:
+            yield
+        finally:
+            if beat is not None:
+                self._depth -= 1
+                if not self._depth:
+                    beat[BUSY] = 0
+
+    def _at_input(self, k: int) -> None:
+        if self._beat is not None:
+            self._beat[POSITION] = self._positions[k]
+            self._beat[BEGUN] += 1
+
+    def _headers(self, later: list[int]) -> list[Footprint]:
+        """One header after the other, each told (the process has a core of its own)."""
+        size, pix_fmt = self._options["size"], self._options["pix_fmt"]
+        found = []
+        for k in later:
+            with self._busy():
+                self._at_input(k)
+                found.append(header_footprint(self.inputs[k], size=size, pix_fmt=pix_fmt))
+        return found
+
+    def read_into(self, out: np.ndarray) -> Chunk:
+        if self._beat is not None:
+            self._beat[BEGUN] += 1
+        with self._busy():
+            return super().read_into(out)
