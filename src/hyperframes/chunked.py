@@ -1,6 +1,6 @@
 """Chunked runs on Ray: one long job cut into segments, a Ray task each, joined by stream copy.
 
-Two kinds of job:
+Three kinds of job:
 
 * :func:`run_chunked` processes a video. It is cut at keyframes; each task decodes its
   segment (plus a *halo*: the frames windowed stages need on either side), runs the
@@ -8,6 +8,9 @@ Two kinds of job:
 * :func:`render_chunked` renders ``fn(i)`` for a frame range, cut anywhere. With a local
   executor (``executor="threads"``) the segments are made one after another on this
   machine: that is how ``hyperframes render`` makes a long render resumable.
+* :func:`run_files` reads many inputs into one results file, cut into runs of whole
+  inputs. With ``executor="processes"`` the runs are made side by side in processes of
+  this machine, each reading its own files, its reads watched for the file timeout.
 
 The output is a video, or a results file (``.jsonl``, ``.parquet``: the rows of a
 ``map(..., into=)`` stage, see :mod:`~hyperframes.io.results`), joined in order the same way.
@@ -35,8 +38,9 @@ Example:
     >>> report.extra["chunks"]["segments"]  # doctest: +SKIP
     8
 
-Longer than 300 lines: the two public calls document every option; the run on Ray and
-the run here share one body (``hyperframes.segments`` holds what a segment is).
+Longer than 300 lines: the three public calls document every option; the run on Ray, the
+runs here one after another and side by side share one body (``hyperframes.segments``
+holds what a segment is).
 """
 
 from __future__ import annotations
