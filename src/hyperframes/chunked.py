@@ -489,12 +489,8 @@ def _run_side_by_side(
     *head, memory = args  # the job's budget, shared by the processes
     whole = parse_memory(memory) if memory is not None else default_budget(available_memory())
     each = max(1, whole // workers)
-    left, lock, stop, ended = (
-        list(reversed(todo)),
-        threading.Lock(),
-        threading.Event(),
-        threading.Event(),
-    )
+    left, lock = list(reversed(todo)), threading.Lock()
+    stop, ended = threading.Event(), threading.Event()  # no more handed out; all ended
     failed: list[tuple[int, BaseException]] = []
     processes: list[Worker] = []
     running: dict[int, tuple[Worker, np.ndarray]] = {}  # by id(worker)

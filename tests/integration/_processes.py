@@ -38,6 +38,18 @@ def working_under(root: int) -> list[str]:
     return found
 
 
+class Leftovers:
+    """What a test leaves working under this process: made at its start (what a
+    session's fixtures started before it, a browser, a cluster, is not counted), called
+    at its end."""
+
+    def __init__(self) -> None:
+        self.before = set(working_under(os.getpid()))
+
+    def __call__(self) -> list[str]:
+        return sorted(set(working_under(os.getpid())) - self.before)
+
+
 def marked(mark: str) -> list[int]:
     """Processes whose environment holds ``HF_TEST_MARK=mark`` (a killed job's children
     are no longer under this process: they are found by what they inherited)."""

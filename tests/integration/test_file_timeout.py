@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _processes import marked, working_under  # this folder's helper
+from _processes import Leftovers, marked  # this folder's helper
 
 import hyperframes as hf
 from hyperframes.cli import main
@@ -50,6 +50,7 @@ def folder(tmp_path: Path, clip_path, monkeypatch) -> Path:
 
 
 def test_a_hanging_file_is_stopped_listed_and_the_rest_written(folder: Path, tmp_path, capsys):
+    left = Leftovers()
     reference = tmp_path / "reference.jsonl"
     argv = ["map", "clips.txt", "brightness_fn:brightness", "--size", "160x96"]
     (tmp_path / "clips.txt").write_text("clips/a_bikes.mp4\nclips/c_carphone.mp4\n")
@@ -71,11 +72,12 @@ def test_a_hanging_file_is_stopped_listed_and_the_rest_written(folder: Path, tmp
     assert "2 s" in failures[0]["reason"] and "file timeout" in failures[0]["reason"]
     assert out.read_text() == reference.read_text()  # every other row, as read here
     assert took < 30
-    assert working_under(os.getpid()) == []
+    assert left() == []
     assert shm_names() - before == set()
 
 
 def test_a_reader_that_dies_fails_its_file_alone(tmp_path: Path, clip_path):
+    left = Leftovers()
     paths = [str(clip_path("bikes.mp4")), str(clip_path("carphone_pristine.mp4"))]
     source = hf.VideoFiles(paths, size=(160, 96), file_timeout=30)
     before = shm_names()
@@ -91,7 +93,7 @@ def test_a_reader_that_dies_fails_its_file_alone(tmp_path: Path, clip_path):
     assert "killed by signal 9" in source.failed[0]["reason"]
     assert 0 < source.failed[0]["frames"] < 250
     assert got[1] == 120  # the next file, whole, in a fresh reader
-    assert working_under(os.getpid()) == []
+    assert left() == []
     assert shm_names() - before == set()
 
 

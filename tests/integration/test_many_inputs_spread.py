@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from _processes import marked, working_under  # this folder's helper
+from _processes import Leftovers, marked  # this folder's helper
 
 from hyperframes.chunked import run_files
 from hyperframes.cli import main
@@ -70,6 +70,7 @@ def run(capsys, *argv: str) -> tuple[int, dict]:
 def test_side_by_side_gives_the_one_process_table_and_lists_the_same_failures(
     folder: Path, tmp_path: Path, capsys
 ):
+    left = Leftovers()
     before = shm_names()
     code, here = run(capsys, "clips", "spread_fn:brightness", "--out", "here.parquet")
     assert code == PARTIAL
@@ -84,11 +85,12 @@ def test_side_by_side_gives_the_one_process_table_and_lists_the_same_failures(
     chunks = spread["extra"]["chunks"]
     assert chunks["segments"] >= 4 and chunks["segments_done"] == chunks["segments"]
     assert not (tmp_path / ".spread.parquet.segments").exists()  # removed after the join
-    assert working_under(os.getpid()) == []
+    assert left() == []
     assert shm_names() - before == set()
 
 
 def test_a_hanging_file_is_listed_and_the_rest_written(folder: Path, tmp_path: Path, capsys):
+    left = Leftovers()
     os.mkfifo(folder / "02_stalled.mp4")
     names = sorted(f"clips/{p.name}" for p in folder.iterdir() if "damaged" not in p.name)
     (tmp_path / "clips.txt").write_text("\n".join(names) + "\n")
@@ -100,10 +102,11 @@ def test_a_hanging_file_is_listed_and_the_rest_written(folder: Path, tmp_path: P
     assert [Path(f["path"]).name for f in failed] == ["02_stalled.mp4"]
     assert "file timeout" in failed[0]["reason"]
     assert len(pq.read_table("rows.parquet")) == 6 * (250 + 120)
-    assert working_under(os.getpid()) == []
+    assert left() == []
 
 
 def test_a_function_that_fails_stops_the_job_in_one_line_as_one_process_does(folder: Path, capsys):
+    left = Leftovers()
     lines = []
     for extra in ([], ["--executor", "processes"]):
         code = main(["map", "clips", "spread_fn:fails_on_bright", "--out", "rows.parquet",
@@ -113,16 +116,17 @@ def test_a_function_that_fails_stops_the_job_in_one_line_as_one_process_does(fol
     assert [len(found) for found in lines] == [1, 1]
     assert all("too bright to answer" in found[0] for found in lines)
     assert "segment 0 (inputs 0-" in lines[1][0]  # which inputs' run it was
-    assert working_under(os.getpid()) == []
+    assert left() == []
 
 
 def test_fail_fast_stops_the_job_in_one_line(folder: Path, capsys):
+    left = Leftovers()
     code = main(["map", "clips", "spread_fn:brightness", "--out", "rows.parquet", "--size",
                  SIZE, "--executor", "processes", "--fail-fast"])  # fmt: skip
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code not in (0, PARTIAL) and not Path("rows.parquet").exists()
     assert len(err) == 1 and "03_damaged.mp4" in err[0], err
-    assert working_under(os.getpid()) == []
+    assert left() == []
 
 
 def test_add_new_is_refused_in_one_line(folder: Path, capsys):
@@ -210,6 +214,7 @@ def test_the_api_takes_a_list_and_reports_what_failed(folder: Path):
 def test_a_process_that_dies_in_a_read_fails_that_file_alone(
     folder: Path, tmp_path: Path, clip_path, capsys
 ):
+    left = Leftovers()
     fifo = folder / "02_cut.mp4"
     os.mkfifo(fifo)
     (tmp_path / "clips.txt").write_text(
@@ -239,7 +244,7 @@ def test_a_process_that_dies_in_a_read_fails_that_file_alone(
     assert [Path(f["path"]).name for f in failed] == ["02_cut.mp4"]
     assert "killed by signal 9" in failed[0]["reason"]
     assert len(pq.read_table("rows.parquet")) == 2 * 250  # the other two, whole
-    assert working_under(os.getpid()) == []
+    assert left() == []
 
 
 def reading(path: Path) -> list[int]:
