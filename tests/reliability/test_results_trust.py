@@ -385,7 +385,9 @@ def test_the_api_sink_refuses_frames_it_already_has(model, clip):
 
 
 def test_sys_exit_in_the_function_is_an_error_that_keeps_the_rows(model, clip, capsys):
-    assert run_map(clip, "exits", "x.jsonl") == 1
+    # one worker: with two, the batch before the failing one may still be in the other
+    # worker when the run stops, and is then not finished (16 rows kept; it flaked in CI)
+    assert run_map(clip, "exits", "x.jsonl", "--workers", "1") == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sys.exit(0)" in err[0]
     assert resume_point(model / "x.jsonl") == 20
