@@ -252,6 +252,7 @@ def run_files(
     build: Build | None = None,
     *,
     source_options: dict[str, Any] | None = None,
+    record: dict[str, Any] | None = None,
     **options: Unpack[ChunkOptions],
 ) -> RunReport:
     """Read many inputs into one results file, runs of whole inputs side by side: Ray
@@ -268,6 +269,8 @@ def run_files(
             reach across files, so none is taken).
         source_options: each run's :class:`~hyperframes.io.video_files.VideoFiles`
             options (``size``, ``on_error``, ``file_timeout``...; not ``on_failed``).
+        record: the job, recorded in a Parquet output as a
+            :class:`~hyperframes.io.results.ResultsSink`'s ``job`` is.
         options: as :func:`render_chunked` takes them; ``segments``: runs of inputs
             (default: :func:`~hyperframes.segments.files_segments`).
 
@@ -289,7 +292,7 @@ def run_files(
              "source options": repr(sorted(job.options.items()))}  # fmt: skip
     span = (0, len(items))
     return _run(job, output, build, span, len(items), None, lambda k: 0.0, facts, None,
-                **options)  # fmt: skip
+                record=record, **options)  # fmt: skip
 
 
 def _size(path: str) -> int | None:
@@ -324,6 +327,7 @@ def _run(
     progress: ProgressFn | None = None,
     monitor: Monitor | None = None,
     carry: Carry | None = None,  # (the caller's ``carried`` says what of it to join)
+    record: dict[str, Any] | None = None,
     **encoder: Unpack[EncoderOptions],
 ) -> RunReport:
     sink_options: dict[str, Any] = dict(encoder) | ({"fps": fps} if fps is not None else {})
@@ -397,7 +401,7 @@ def _run(
             task = ray.remote(_segment_task).options(**spread)
             refs = {task.remote(job, str(parts[k]), plan[k], *args): k for k in todo}
             _wait_all(ray, refs, plan, folder, watch)
-        streams = join(parts, [offset(a) for a, _ in plan], target, carried)
+        streams = join(parts, [offset(a) for a, _ in plan], target, carried, record)
         report = watch.report(str(target), halo, cluster_cpus, cpus_per_segment)
         if streams:
             report.extra["streams"] = streams

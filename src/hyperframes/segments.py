@@ -491,11 +491,13 @@ class Tally:
 
 
 def join(
-    parts: list[Path], offsets: list[float], output: Path, carried: Carried | None = None
-) -> dict[str, Any]:
+    parts: list[Path], offsets: list[float], output: Path, carried: Carried | None = None,
+    job: dict[str, Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """Concatenate segment files into ``output``: videos by stream copy, shifting
     timestamps, with the streams ``carried`` names muxed beside them in one piece (so the
-    sound has no seams where the segments meet); results files row after row.
+    sound has no seams where the segments meet); results files row after row (a Parquet
+    file records ``job``, as :func:`~.io.results.join_files` says).
 
     Returns:
         What became of the carried streams (:meth:`~.io.tracks.Carrier.described`).
@@ -503,7 +505,7 @@ def join(
     temp = temp_beside(output)
     if output.suffix.lower() in RESULTS:
         try:
-            join_files(parts, temp)
+            join_files(parts, temp, job)
             publish(temp, output)
         finally:
             temp.unlink(missing_ok=True)

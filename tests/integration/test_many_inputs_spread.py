@@ -85,6 +85,10 @@ def test_side_by_side_gives_the_one_process_table_and_lists_the_same_failures(
     chunks = spread["extra"]["chunks"]
     assert chunks["segments"] >= 4 and chunks["segments_done"] == chunks["segments"]
     assert not (tmp_path / ".spread.parquet.segments").exists()  # removed after the join
+    again = ["map", "clips", "spread_fn:brightness", "--out", "spread.parquet", "--size", SIZE,
+             "--executor", "processes", "--resume"]  # fmt: skip
+    assert main(again) == 0  # the table records its job, as one process's does
+    assert "nothing to resume" in capsys.readouterr().out
     assert left() == []
     assert shm_names() - before == set()
 

@@ -171,7 +171,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
                              "write the new inputs' rows to another --out")  # fmt: skip
         return _finished(out, job)
     if args.scale.executor in SPREAD:
-        return _run_spread(args, fn, build, inputs, out)
+        return _run_spread(args, fn, build, inputs, out, job)
     at = state["input"] if state and "input" in state else 0
     kept = [f for f in Failures.read(args.failures, out) if f["path"] in
             {i.path for i in inputs[:at]}] if state else []  # fmt: skip
@@ -198,10 +198,14 @@ SPREAD = ("processes", "ray")
 """The executors that spread a job over many inputs: runs of whole inputs side by side."""
 
 
-def _run_spread(args: argparse.Namespace, fn: Any, build: Any, inputs: list[Any], out: Path) -> int:
+def _run_spread(
+    args: argparse.Namespace, fn: Any, build: Any, inputs: list[Any], out: Path,
+    job: dict[str, Any],
+) -> int:  # fmt: skip
     """``map INPUTS --executor processes|ray``: runs of whole inputs side by side, each
-    read by a process (a Ray task) of its own into a part, the parts joined in order; a
-    rerun with ``--resume`` makes only the runs not finished."""
+    read by a process (a Ray task) of its own into a part, the parts joined in order (a
+    Parquet table records ``job``, so ``--resume`` finds it complete); a rerun with
+    ``--resume`` makes only the runs not finished."""
     from ..chunked import run_files
     from ..models import PerWorker
     from .common import emit_report
@@ -217,7 +221,7 @@ def _run_spread(args: argparse.Namespace, fn: Any, build: Any, inputs: list[Any]
                "file_timeout": args.file_timeout} | sampling_of(args)  # fmt: skip
     report, written = observed(
         args.observe, "map", lambda bar, watch: run_files(
-            inputs, out, build, source_options=options,
+            inputs, out, build, source_options=options, record=job,
             executor="processes" if local else executor, workers=args.scale.workers,
             batch_size=args.batch_size, memory=args.memory, resume=args.resume,
             overwrite=args.overwrite, progress=bar, monitor=watch,

@@ -274,11 +274,14 @@ def join_parquet(parts: list[Path], out: Path, metadata: dict[str, str] | None =
     return notes
 
 
-def join_parts(parts: list[Path], out: Path, fmt: str) -> list[str]:
+def join_parts(
+    parts: list[Path], out: Path, fmt: str, metadata: dict[str, str] | None = None
+) -> list[str]:
     """Finished results files of one format, in order, into one new file at ``out``
-    (chunked runs' segments); returns what :func:`join_parquet` notes."""
+    (chunked runs' segments; a Parquet file keeps ``metadata``); returns what
+    :func:`join_parquet` notes."""
     if fmt == "parquet":
-        return join_parquet(parts, out)
+        return join_parquet(parts, out, metadata)
     with open(out, "wb") as joined:
         for part in parts:
             with open(part, "rb") as src:

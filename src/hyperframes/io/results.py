@@ -215,11 +215,14 @@ def format_of(path: str | os.PathLike[str]) -> str:
     return FORMATS[suffix]
 
 
-def join_files(parts: list[Path], out: Path) -> list[str]:
+def join_files(parts: list[Path], out: Path, job: dict[str, Any] | None = None) -> list[str]:
     """Results files of one format, in order, into a new file ``out`` (chunked runs'
-    segments), columns widened to hold them all; memory: one part. Returns a line for
-    each column that became text."""
-    return join_parts(parts, out, format_of(out))
+    segments), columns widened to hold them all; memory: one part. A Parquet file records
+    ``job`` as a :class:`ResultsSink` does (``--resume`` on it then finds it complete).
+    Returns a line for each column that became text."""
+    fmt = format_of(out)
+    recorded = None if job is None else {JOB_KEY.decode(): json.dumps({"format": fmt, **job})}
+    return join_parts(parts, out, fmt, recorded)
 
 
 class ResultsSink(Sink):
