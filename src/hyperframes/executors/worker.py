@@ -40,13 +40,7 @@ from .processes import (
     unguarded_message,
 )
 
-__all__ = [
-    "SharedBlocks",
-    "SharedMemoryFull",
-    "Worker",
-    "WorkerDied",
-    "WorkerStalled",
-]
+__all__ = ["SharedBlocks", "SharedMemoryFull", "Worker", "WorkerDied", "WorkerStalled"]
 
 ORPHAN_CHECK_S = 0.5
 """How often a long call checks that the process that made its worker is still there,
@@ -69,8 +63,11 @@ class Worker:
             object of a module-level class), made once in the child.
         name: the child's process name (and the stage name in its errors).
         daemon: ``False`` lets the child start processes of its own (its work reads files
-            in a reader process); it is ended as any worker is, on :meth:`close`, when the
-            worker is collected, or as its pipe closes when this process dies.
+            in a reader process); it is ended as any worker is: on :meth:`close`, when the
+            worker is collected, or when this process dies.
+        preload: modules the fork server imports once, where it has not started yet
+            (the first worker or process executor of this process starts it), so that
+            each child starts with them imported: ``target``'s own module, say.
 
     Raises:
         TypeError: ``target`` cannot be pickled.
@@ -147,10 +144,10 @@ class _Watched:
 
 def ensure_orphan_exits(parent: int) -> None:
     """Called in a worker's child with the pid of the process that made the worker: end
-    the child should that process die (the child learns of
-    it from its pipe only between calls, and its parent is multiprocessing's fork server,
-    which outlives its clients while any child of it lives). Once per process: a thread
-    that waits on the process (a pidfd), or looks every :data:`ORPHAN_CHECK_S` seconds."""
+    the child should that process die. The child learns of it from its pipe only between
+    calls, and its parent is multiprocessing's fork server, which outlives its clients
+    while any child of it lives. Once per process: a thread that waits on the process (a
+    pidfd), or looks every :data:`ORPHAN_CHECK_S` seconds."""
     global _watching
     if _watching:
         return
