@@ -7,9 +7,9 @@ processes, ``map INPUTS --executor processes``).
 how many reads it has begun, and whether one runs now. A watcher that sees a read run for
 longer than its timeout with the same count knows which input hangs, and can stop the
 process; one that sees the process die in a read knows which input it was reading. The
-process reads its own files, with no reader process between it and them: while the job's
-function is busy, or waits, nothing runs, so a slow function is never taken for a
-stalled file.
+process reads its own files, with no reader process between it and them. A read runs only
+while the source reads: a slow function, which the source then waits on, is never taken
+for a stalled file.
 """
 
 from __future__ import annotations
