@@ -70,7 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_many_options(p)
     add_file_timeout_option(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results file")
-    add_long_options(p, workers_help="threads (or processes, actors) running the function")
+    add_long_options(p, workers_help="threads (or processes, actors) running the function; "
+                     "over many inputs with --executor processes, the processes that read "
+                     "them side by side (default: one a core)")  # fmt: skip
     add_chunk_options(p)
     p.set_defaults(run=run_map, reads=("input",), writes=("out", "failures"))
 
