@@ -278,28 +278,17 @@ def run_files(
         The run's report; ``extra["source"]`` lists the inputs that could not be read
         (``failed``), those of runs a rerun reused too.
     """
-    from .io.inputs import expand
+    from .io.inputs import expand, inputs_record
 
-    given = list(inputs) if isinstance(inputs, list) else inputs
-    if isinstance(given, list) and all(isinstance(i, Input) for i in given):
-        items = given
-    else:
-        items = expand(given)
+    given = list(inputs) if isinstance(inputs, list | tuple) else None
+    items = given if given and all(isinstance(i, Input) for i in given) else expand(inputs)
     job = FilesJob(tuple(items), dict(source_options or {}))
     if "on_failed" in job.options:
         raise ValueError("run_files lists failed inputs in its report; drop on_failed")
-    facts = {"inputs": [[i.path, i.start, i.stop, _size(i.path)] for i in items],
-             "source options": repr(sorted(job.options.items()))}  # fmt: skip
+    facts = {"inputs": inputs_record(items), "source options": repr(sorted(job.options.items()))}
     span = (0, len(items))
     return _run(job, output, build, span, len(items), None, lambda k: 0.0, facts, None,
                 record=record, **options)  # fmt: skip
-
-
-def _size(path: str) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return None
 
 
 def _run(

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..io.inputs import inputs_record
+
 PARTIAL = 4
 """The exit code of a job over many inputs that finished without some of them (listed in
 the report and the failures file)."""
@@ -170,13 +172,6 @@ class Failures:
         return publish_failures(listed, self.given, self.beside, total=total)
 
 
-def inputs_record(inputs: list[Any]) -> list[dict[str, Any]]:
-    """What a job over ``inputs`` records of them, for a resume to check: each one's path,
-    range and size in bytes."""
-    return [{"path": i.path, "bytes": _size(i.path), "start": i.start, "stop": i.stop}
-            for i in inputs]  # fmt: skip
-
-
 def resumed_order(recorded: list[dict[str, Any]], inputs: list[Any], *, add_new: bool) -> list[Any]:
     """The inputs of a resumed job, in the order its rows were written (those of
     ``recorded``), then with ``add_new`` the ones added since, sorted.
@@ -217,10 +212,6 @@ def _names(rows: list[Any], most: int = 3) -> str:
     paths = [row["path"] if isinstance(row, dict) else row.path for row in rows]
     names = ", ".join(os.path.basename(p) for p in paths[:most])
     return names + (", ..." if len(paths) > most else "")
-
-
-def _size(path: str) -> int | None:
-    return os.path.getsize(path) if os.path.isfile(path) else None  # missing: listed
 
 
 def failures_path(given: str | None, beside: str | Path) -> Path:

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..io.inputs import is_image_sequence, is_many
+from ..io.inputs import inputs_record, is_image_sequence, is_many
 from .common import add_function_options, frame_size, reuse_of
 from .many import (
     PARTIAL,
@@ -24,7 +24,6 @@ from .many import (
     add_file_timeout_option,
     add_many_options,
     add_rate_option,
-    inputs_record,
     refuse_rate,
     resumed_order,
 )

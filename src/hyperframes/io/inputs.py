@@ -269,3 +269,10 @@ def _manifest(path: Path) -> list[Input]:
     if rows and isinstance(rows[0], Mapping) and "path" not in rows[0]:
         raise ValueError(f"the manifest {str(path)!r} has no 'path' column; name one 'path'")
     return [_listed(row, base) for row in rows]
+
+
+def inputs_record(inputs: Sequence[Input]) -> list[dict[str, Any]]:
+    """What a job over ``inputs`` records of them, for a resume to check: each one's path,
+    range and size in bytes (``None``: missing, to be listed)."""
+    return [{"path": i.path, "bytes": os.path.getsize(i.path) if os.path.isfile(i.path) else None,
+             "start": i.start, "stop": i.stop} for i in inputs]  # fmt: skip
