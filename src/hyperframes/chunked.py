@@ -663,7 +663,10 @@ def _raise_first(
             "missing ones"
         )
     )  # fmt: skip  (a local run's error has a note that says what it kept)
-    raise HyperframesError(
+    raised = HyperframesError(
         f"segment {k} ({what}) failed: {message} ({len(failed)} of {len(plan)} segments "
         f"failed{kept})"
-    ) from error
+    )
+    for note in getattr(error, "__notes__", []):  # where in the segment, and why
+        raised.add_note(note)
+    raise raised from error

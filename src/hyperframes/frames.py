@@ -133,6 +133,9 @@ class Batch:
         held: slots of earlier pools this batch still holds. A batch keeps every slot it
             took until it leaves the pipeline, so the source pool's slot count bounds the
             batches in flight everywhere, and no later pool can run dry (see ``runner``).
+        failed: ``(stage, error)`` where a stage failed for good on this batch of one
+            input's frames: the later stages pass it by, and the sink, in order, asks the
+            source whether the run goes on without that input (``Source.input_failed``).
     """
 
     seq: int
@@ -141,6 +144,7 @@ class Batch:
     slot: int
     meta: dict[str, np.ndarray] = field(default_factory=dict)
     held: tuple[tuple[FramePool, int], ...] = ()
+    failed: tuple[str, Exception] | None = None
 
     @property
     def count(self) -> int:

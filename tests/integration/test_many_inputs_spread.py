@@ -32,10 +32,12 @@ def brightness(frames):
     return [round(float(f.mean()), 6) for f in frames]
 def build(pipeline):
     return pipeline.map(brightness, into="value")
-def fails_on_bright(frames):
-    if any(float(f.mean()) > 120 for f in frames):
-        raise RuntimeError("too bright to answer")
+def fails_on_dark(frames):
+    if any(float(f.mean()) < 70 for f in frames):  # bikes' frames 30-40 and 110-130
+        raise RuntimeError("too dark to answer")
     return [1.0 for f in frames]
+def bug(frames):
+    return frames.no_such_thing
 """
 SIZE = "96x64"
 
@@ -109,16 +111,42 @@ def test_a_hanging_file_is_listed_and_the_rest_written(folder: Path, tmp_path: P
     assert left() == []
 
 
-def test_a_function_that_fails_stops_the_job_in_one_line_as_one_process_does(folder: Path, capsys):
+def test_a_file_the_function_fails_on_is_listed_with_its_rows_before_as_one_process_does(
+    folder: Path, capsys
+):
+    left = Leftovers()
+    tables, lists = [], []
+    for name, extra in (("here", []), ("spread", ["--executor", "processes"])):
+        code, report = run(capsys, "clips", "spread_fn:fails_on_dark", "--out",
+                           f"{name}.parquet", "--batch-size", "8", *extra)  # fmt: skip
+        assert code == PARTIAL
+        tables.append(pq.read_table(f"{name}.parquet"))
+        lists.append([json.loads(x) for x in Path(report["failures"]).read_text().splitlines()])
+    assert tables[1].equals(tables[0]) and lists[1] == lists[0]
+    rows: dict[str, int] = {}
+    for path in tables[0].column("path").to_pylist():
+        rows[Path(path).name] = rows.get(Path(path).name, 0) + 1
+    assert all(rows[f"{k:02d}_carphone.mp4"] == 120 for k in range(6))
+    failed = {Path(f["path"]).name: f for f in lists[0]}
+    assert sorted(failed) == sorted([f"{k:02d}_bikes.mp4" for k in range(6)] + ["03_damaged.mp4"])
+    for k in range(6):  # the rows before the failing batch kept, none after
+        bikes = failed[f"{k:02d}_bikes.mp4"]
+        assert 0 < bikes["frames"] == rows[f"{k:02d}_bikes.mp4"] < 250
+        assert f"failed at frame {bikes['frames']}: RuntimeError: too dark" in bikes["reason"]
+    assert left() == []
+
+
+def test_a_function_that_fails_on_every_file_stops_the_job_in_one_line(folder: Path, capsys):
     left = Leftovers()
     lines = []
     for extra in ([], ["--executor", "processes"]):
-        code = main(["map", "clips", "spread_fn:fails_on_bright", "--out", "rows.parquet",
+        code = main(["map", "clips", "spread_fn:bug", "--out", "rows.parquet",
                      "--size", SIZE, *extra])  # fmt: skip
         assert code == 1 and not Path("rows.parquet").exists()
         lines.append([x for x in capsys.readouterr().err.splitlines() if x.strip()])
     assert [len(found) for found in lines] == [1, 1]
-    assert all("too bright to answer" in found[0] for found in lines)
+    assert all("no_such_thing" in found[0] for found in lines)
+    assert all("first 3 inputs and answered no frame" in found[0] for found in lines)
     assert "segment 0 (inputs 0-" in lines[1][0]  # which inputs' run it was
     assert left() == []
 

@@ -31,12 +31,12 @@ def add_many_options(p: argparse.ArgumentParser) -> None:
     """``--failures`` and ``--fail-fast``."""
     p.add_argument(
         "--failures", default=None, metavar="PATH",
-        help="many inputs: where the ones that could not be read are listed (default: "
-        "beside the output, OUTPUT.failures.jsonl)",
+        help="many inputs: where the ones that failed (could not be read, or the function "
+        "failed on them) are listed (default: beside the output, OUTPUT.failures.jsonl)",
     )  # fmt: skip
     p.add_argument(
         "--fail-fast", action="store_true",
-        help="many inputs: stop at the first that cannot be read (default: list it, go on)",
+        help="many inputs: stop at the first that fails (default: list it, go on)",
     )  # fmt: skip
 
 
@@ -127,7 +127,7 @@ def each(
 
 
 class Failures:
-    """The inputs of a job that could not be read: appended to the failures file (``given``,
+    """The inputs of a job that failed: appended to the failures file (``given``,
     else ``BESIDE.failures.jsonl``) as the job goes, so a killed job's file says which
     failed before it stopped; :meth:`publish` writes the whole list in input order.
 
@@ -255,7 +255,7 @@ def publish_failures(
             path.unlink()  # an earlier run's list, of inputs that now read
         return None
     write_output(path, "".join(json.dumps(f) + "\n" for f in failed), overwrite=True)
-    print(f"hyperframes: {len(failed)} of {total} inputs could not be read; listed in {path}",
+    print(f"hyperframes: {len(failed)} of {total} inputs failed; listed with why in {path}",
           file=sys.stderr)  # fmt: skip
     return str(path)
 

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import Cancelled, FramesFailed, StageError, as_run_error
 from ..executors import Executor, ThreadExecutor
 from ..frames import Batch, FramePool, FrameSpec
-from ..io.base import Sink, Source
+from ..io.base import InputFailure, Sink, Source
 from .channel import END, Channel
 from .faults import DeadLetters
 from .memory import Pools, plan_for
@@ -141,6 +141,8 @@ class Runner:
         self._alive = [s.workers for s in self.stages]
         self.reorder: ReorderBuffer[Batch] = ReorderBuffer()
         self._sink_open = False
+        self._inputs_failed: set[int] = set()  # inputs listed after a stage failed on them
+        self._kept = (-1, 0)  # the last input written, and its frames written
 
     def _start_stages(self) -> FramePool:
         """Start every stage under the executor, with the pool the plan made for each stage
@@ -250,10 +252,18 @@ class Runner:
                 outbox.close()
 
     def _step(self, run: StageRun, batch: Batch) -> list[Batch]:
+        if batch.failed is not None:  # failed in an earlier stage: the sink decides
+            return [batch]
         try:
             return run.apply(batch, slots=self.slots, dead=self.dead)
-        except FramesFailed:
+        except (FramesFailed, Cancelled):
             raise
+        except Exception as exc:
+            exc.add_note(f"in stage {run.name!r}, {batch.describe()}")
+            if run.part is not None or not batch.count or "input" not in batch.meta:
+                raise
+            batch.failed = (run.name, exc)  # one input's frames: see Source.input_failed
+            return [batch]
         except BaseException as exc:
             exc.add_note(f"in stage {run.name!r}, {batch.describe()}")
             raise
@@ -370,6 +380,9 @@ class Runner:
                 self.hol_wait += t1 - t0
             for batch in self.reorder.push(item.seq, item):
                 batch.hand_over("sink")
+                if self._left_out(batch, delivered):
+                    batch.release()
+                    continue
                 if not self._sink_open:
                     self._open_sink(batch.pool.spec)
                 try:
@@ -395,6 +408,30 @@ class Runner:
         if not self._sink_open:  # no frames at all: the sink still opens and closes
             self._open_sink(self._declared_spec())
         return delivered
+
+    def _left_out(self, batch: Batch, written: int) -> bool:
+        """Whether ``batch``, met in order, is left out: its input failed earlier, or a
+        stage failed on it and the source lists its input (else the stage's error is
+        raised here, every batch before it written)."""
+        if "input" not in batch.meta or not batch.count:
+            return False
+        k = int(batch.meta["input"][0])
+        if k in self._inputs_failed:
+            return True
+        if batch.failed is None:
+            kept = self._kept[1] if self._kept[0] == k else 0
+            self._kept = (k, kept + batch.count)
+            return False
+        stage, error = batch.failed
+        frames = batch.meta.get("input_frame", batch.index)
+        failure = InputFailure(
+            input=k, frame=int(frames[0]), stage=stage, error=error,
+            kept=self._kept[1] if self._kept[0] == k else 0, written=written,
+        )  # fmt: skip
+        if not self.source.input_failed(failure):
+            raise error
+        self._inputs_failed.add(k)
+        return True
 
     def snapshot(self) -> RunSnapshot:
         """The run's figures right now, for monitors (see :func:`.reporting.run_snapshot`)."""

@@ -62,7 +62,7 @@ class Haloed(Batch):
             batch.slot,
             batch.meta,
             batch.held,
-            (before, before[:0]),
+            halo=(before, before[:0]),
         )
 
     def extended(self) -> np.ndarray:

@@ -17,6 +17,10 @@ Example (a source of ``n`` black frames)::
             index = np.arange(self._next, self._next + count)
             self._next += count
             return Chunk(index)
+
+Longer than 300 lines: the two interfaces with the small records they hand the engine
+(a chunk, a footprint, an input's failure, cache figures); each is a few lines, and a
+reader of one interface needs them beside it.
 """
 
 from __future__ import annotations
@@ -101,6 +105,27 @@ class SourceFigures:
         return {"cache": [asdict(t) for t in self.cache], "numbers": dict(self.numbers)}
 
 
+@dataclass(frozen=True)
+class InputFailure:
+    """A stage's failure on a batch of one input's frames, as the sink meets it in order.
+
+    Attributes:
+        input: the input (the batch's ``meta["input"]``).
+        frame: the input's frame the batch began at (``meta["input_frame"]``).
+        stage: the stage that failed.
+        error: what it raised (notes name the stage and batch).
+        kept: the input's frames written before the batch.
+        written: the frames the run has written in all.
+    """
+
+    input: int
+    frame: int
+    stage: str
+    error: Exception
+    kept: int
+    written: int
+
+
 class Source(ABC):
     """Frames in order, written straight into the slots the engine hands over.
 
@@ -165,6 +190,15 @@ class Source(ABC):
         the progress bar; none by default. Called from the sink's thread after each batch:
         cheap, and not locked (a count a batch behind is fine)."""
         return ""
+
+    def input_failed(self, failure: InputFailure) -> bool:
+        """A stage failed for good on frames of one of this source's inputs (frames whose
+        ``meta["input"]`` names it): ``True`` lists the input as failed, and the run goes
+        on without its later frames (none of its frames from the failing batch on is
+        written); ``False`` (the default) fails the run with the stage's error. Called
+        from the sink's thread, in the frames' order, so every batch before the failing
+        one is written whatever the answer; the source may stop reading that input."""
+        return False
 
     def figures(self) -> SourceFigures:
         """What this source reports of its reads while the run goes (a store's cache tiers);

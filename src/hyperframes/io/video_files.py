@@ -4,8 +4,9 @@ The inputs (a folder, a glob, a manifest or a list: :mod:`.inputs`) are fixed an
 when the source is made. Without ``size`` each is looked at then, and frames of several
 sizes are refused before any work; with ``size`` every file is read at that size and each
 is opened only when reached. One that cannot be opened is listed as failed, as is one that
-fails part-way (with the frames it gave), and the next one is read; with
-``on_error="fail"`` the run stops there. A batch never holds frames of two files.
+fails part-way (with the frames it gave) or on whose frames the run's function fails, and
+the next one is read; with ``on_error="fail"`` the run stops there. A batch never holds
+frames of two files.
 
 A job stopped part-way continues with :meth:`VideoFiles.resume_after` (the inputs before
 the one in progress are not read again); ``on_failed`` hears of each input that fails as
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import MediaError
-from .base import Chunk, Footprint, Source
+from .base import Chunk, Footprint, InputFailure, Source
 from .file_reader import header_footprint, open_item
 from .formats import OnCorrupt, PixFmt
 from .inputs import Input, expand
@@ -53,6 +54,10 @@ if TYPE_CHECKING:
 OnError = Literal["skip", "fail"]
 READ_ERRORS = (MediaError, OSError, ValueError, EOFError)
 """What a file that cannot be read raises (PyAV's errors are ``OSError``\\ s)."""
+FAULT_AFTER = 3
+"""A function that fails on this many inputs before it has answered any frame fails the
+run: listing every file for a bug in the function would cost the
+whole job's reads and say nothing."""
 
 
 class VideoFiles(Source):
@@ -69,8 +74,9 @@ class VideoFiles(Source):
             column gives its row's own times (a list, or text such as ``"1.5 7 12.25"``).
         rate: the frame rate of the inputs that are image sequences (folders of images
             found in a folder): 25 unless given.
-        on_error: a file that cannot be opened or read: ``"skip"`` lists it in
-            :attr:`failed` and goes on; ``"fail"`` raises.
+        on_error: a file that cannot be opened or read, or on whose frames a stage (the
+            function of a ``map``) fails for good: ``"skip"`` lists it in :attr:`failed`
+            (with the frames it gave before) and goes on; ``"fail"`` raises.
         on_failed: called with each entry of :attr:`failed` as it is added.
         file_timeout: read each input in a child process that is stopped when a read (the
             header, opening, or one batch) gives nothing for this many seconds: the input
@@ -241,6 +247,8 @@ class VideoFiles(Source):
 
     def _start_over(self) -> None:
         self.failed = list(self._found_failed)
+        self._skip: set[int] = set()  # inputs a stage failed on (input_failed)
+        self._stage_failures = 0
         self._k, frame, self._next, sample = self._resume or (0, -1, 0, None)  # (next id)
         self._read = 0  # frames of the current input so far
         self._since = 0.0
@@ -304,6 +312,10 @@ class VideoFiles(Source):
                     source = self._sources[self._k] = self._source(self.inputs[self._k])
                 except READ_ERRORS as exc:
                     self._fail(self._k, exc, frames=0)
+            if source is not None and self._k in self._skip:  # a stage failed on it
+                source.close()
+                self._next_input(done=False)
+                continue
             if source is None:  # failed when it was looked at
                 self._k += 1
                 continue
@@ -333,6 +345,30 @@ class VideoFiles(Source):
             return Chunk(ids, meta)
         return Chunk(np.empty(0, np.int64))
 
+    def input_failed(self, failure: InputFailure) -> bool:
+        """A stage failed for good on input ``failure.input``: with ``on_error="skip"`` it is
+        listed (with the frames written before) and its later frames are not read; the run
+        fails instead where the function has failed on the first inputs it met and
+        answered no frame at all (:data:`FAULT_AFTER`: a fault of the function, not of
+        the files), and with ``on_error="fail"``."""
+        item = self.inputs[failure.input]
+        error = failure.error
+        if self.on_error == "fail":
+            error.add_note(f"in input {item.path!r}; pass on_error='skip' to go on without it")
+            return False
+        self._stage_failures += 1
+        if not failure.written and self._stage_failures >= min(FAULT_AFTER, len(self.inputs)):
+            error.add_note(
+                f"stage {failure.stage!r} failed on each of the first {self._stage_failures} "
+                "inputs and answered no frame: a fault in it, not in the files"
+            )
+            return False
+        said = str(error).splitlines()[0] if str(error) else ""
+        reason = f"{failure.stage} failed at frame {failure.frame}: {type(error).__name__}"
+        self._skip.add(failure.input)  # (read_into, in the source's thread, moves on)
+        self._add_failure(item, reason + (f": {said}" if said else ""), failure.kept)
+        return True
+
     def _next_input(self, *, done: bool) -> None:
         if self._k in self._later:  # made when reached: let it go (a job of 100,000 files)
             self._sources.pop(self._k, None)
@@ -349,6 +385,9 @@ class VideoFiles(Source):
         if self.on_error == "fail":
             exc.add_note(f"in input {item.path!r}; pass on_error='skip' to go on without it")
             raise exc
+        self._add_failure(item, reason, frames)
+
+    def _add_failure(self, item: Input, reason: str, frames: int) -> None:
         failure = {"path": item.path, "reason": reason, "frames": frames}
         self.failed.append(failure)
         if self.on_failed is not None:
