@@ -71,6 +71,7 @@ from .io.inputs import Input
 from .io.publish import check_output, host_name
 from .io.results import FORMATS as RESULTS
 from .io.results import format_of
+from .io.video_files import VideoFiles
 from .io.video_sink import EncoderOptions, VideoSink
 from .segments import (
     Build,
@@ -285,6 +286,8 @@ def run_files(
     job = FilesJob(tuple(items), dict(source_options or {}))
     if "on_failed" in job.options:
         raise ValueError("run_files lists failed inputs in its report; drop on_failed")
+    if job.options.get("size") is None:  # each run would check only its own inputs
+        VideoFiles(items, **job.options).close()  # (frames of several sizes: refused)
     facts = {"inputs": inputs_record(items), "source options": repr(sorted(job.options.items()))}
     span = (0, len(items))
     return _run(job, output, build, span, len(items), None, lambda k: 0.0, facts, None,

@@ -50,6 +50,7 @@ def test_the_shared_options_are_defined_in_one_place():
         ("odd size; resize to an even size or pass pix_fmt='yuv444p'", "pass --pix-fmt yuv444p"),
         ("lower batch_size= or slots=", "lower --batch-size or slots="),
         ("pass size=(320, 240) (--size 320x240 on the command line) to", "pass --size 320x240 to"),
+        ("pass size=(width, height) (--size WxH) to read", "pass --size WxH to read"),
         ("at threshold=0.001", "at threshold=0.001"),  # not a flag of this command: kept
         ("pass on_corrupt='skip' (--on-corrupt skip) to read", "pass --on-corrupt skip to read"),
         ("packed with (tier=lossless, intra=webp) than", "(tier=lossless, --intra webp) than"),

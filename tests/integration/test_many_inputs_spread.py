@@ -161,6 +161,19 @@ def test_fail_fast_stops_the_job_in_one_line(folder: Path, capsys):
     assert left() == []
 
 
+def test_frames_of_several_sizes_are_refused_before_any_work_as_in_one_process(
+    folder: Path, tmp_path: Path, capsys
+):
+    lines = []
+    for extra in ([], ["--executor", "processes", "--workers", "2"]):
+        argv = ["map", "clips", "spread_fn:brightness", "--out", "rows.parquet", *extra]
+        assert main(argv) == 1  # bikes are 640x272, carphone 176x144; no --size
+        lines.append([x for x in capsys.readouterr().err.splitlines() if x.strip()])
+    assert lines[0] == lines[1] and len(lines[0]) == 1 and "--size" in lines[0][0], lines
+    assert not Path("rows.parquet").exists()
+    assert not (tmp_path / ".rows.parquet.segments").exists()
+
+
 def test_add_new_is_refused_in_one_line(folder: Path, capsys):
     code = main(["map", "clips", "spread_fn:brightness", "--out", "rows.parquet", "--resume",
                  "--add-new", "--executor", "processes"])  # fmt: skip
@@ -171,7 +184,7 @@ def test_add_new_is_refused_in_one_line(folder: Path, capsys):
 def test_a_window_is_refused_before_any_work(folder: Path):
     with pytest.raises(ValueError, match="window"):
         run_files("clips", "rows.parquet", lambda p: p.map(lambda f: f, window=(1, 1)),
-                  executor="processes")  # fmt: skip
+                  executor="processes", source_options={"size": (96, 64)})  # fmt: skip
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])

@@ -107,8 +107,10 @@ def as_flags(message: str, flags: Collection[str]) -> str:
             return option
         if value[:1] in "'\"":
             return f"{option} {value[1:-1]}"
-        if value.startswith("("):
-            return f"{option} {'x'.join(v.strip() for v in value[1:-1].split(','))}"
+        if value.startswith("("):  # (640, 360) -> 640x360; (width, height) -> WxH
+            parts = [v.strip() for v in value[1:-1].split(",")]
+            named = all(v.isidentifier() for v in parts)
+            return f"{option} {'x'.join(v[0].upper() if named else v for v in parts)}"
         return f"{option} {value}"
 
     text = _KEYWORD.sub(flag, message)
