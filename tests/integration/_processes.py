@@ -62,3 +62,22 @@ def marked(mark: str) -> list[int]:
         if f"HF_TEST_MARK={mark}".encode() in environ.split(b"\0"):
             found.append(int(entry))
     return found
+
+
+def reading(path: Path) -> list[int]:
+    """The processes that hold ``path`` open."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fds = os.listdir(f"/proc/{entry}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    if os.readlink(f"/proc/{entry}/fd/{fd}") == str(path):
+                        found.append(int(entry))
+                        break
+                except OSError:
+                    continue
+    return found

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from _processes import Leftovers, marked  # this folder's helper
+from _processes import Leftovers, marked, reading  # this folder's helper
 
 from hyperframes.chunked import run_files
 from hyperframes.cli import main
@@ -290,22 +290,3 @@ def test_a_process_that_dies_in_a_read_fails_that_file_alone(
     assert "killed by signal 9" in failed[0]["reason"]
     assert len(pq.read_table("rows.parquet")) == 2 * 250  # the other two, whole
     assert left() == []
-
-
-def reading(path: Path) -> list[int]:
-    """The processes that hold ``path`` open."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fds = os.listdir(f"/proc/{entry}/fd")
-            except OSError:
-                continue
-            for fd in fds:
-                try:
-                    if os.readlink(f"/proc/{entry}/fd/{fd}") == str(path):
-                        found.append(int(entry))
-                        break
-                except OSError:
-                    continue
-    return found

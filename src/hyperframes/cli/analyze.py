@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..io.inputs import is_many
 from .common import UsageError, positive_int, print_json
-from .many import PARTIAL, add_rate_option, each, print_rows, rate_for, refuse_rate
+from .many import (
+    PARTIAL,
+    add_file_timeout_option,
+    add_rate_option,
+    each,
+    print_rows,
+    rate_for,
+    refuse_rate,
+)
 from .observe import add_long_options, observed
 from .sampling import add_sampling_options, is_sampled, sampling_of
 from .scale import executor_for
@@ -15,6 +24,7 @@ from .streams import frame_range
 
 if TYPE_CHECKING:
     from ..engine.report import RunReport
+    from ..io.inputs import Input
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--overwrite", action="store_true", help="replace existing --plot, --report files"
     )
+    add_file_timeout_option(p)
     add_long_options(p, workers_help=None)  # one grouping stage: nothing to give workers
     p.set_defaults(run=run, reads=("input",))
 
@@ -79,17 +90,20 @@ def analyze_many(args: argparse.Namespace) -> int:
     if args.start or args.stop is not None:
         raise UsageError("--start/--stop take one input; drop them with many")
 
-    def one(item: Any) -> dict[str, Any]:
-        own = argparse.Namespace(**{**vars(args), "rate": rate_for(args.rate, item.path)})
-        return analysis(own, item.path)[0]
-
-    done, failed = each(inputs, one, fail_fast=False)
+    done, failed = each(inputs, functools.partial(analysis_of, args), fail_fast=False,
+                        file_timeout=args.file_timeout)  # fmt: skip
     worth = {True: "pays off", False: "does not pay off", None: "not estimated"}
     print_rows(done, failed, lambda row: (
         f"{row['path']}  {row['frames']} frames -> {row['hyperframes']} hyperframes "
         f"(mean length {row['mean_length']:.1f}); a store {worth[row['worthwhile']]}"
     ), as_json=args.json)  # fmt: skip
     return PARTIAL if failed else 0
+
+
+def analysis_of(args: argparse.Namespace, item: Input) -> dict[str, Any]:
+    """One input of ``analyze INPUTS``: its figures."""
+    own = argparse.Namespace(**{**vars(args), "rate": rate_for(args.rate, item.path)})
+    return analysis(own, item.path)[0]
 
 
 def analysis(args: argparse.Namespace, path: str) -> tuple[dict[str, Any], list[str]]:

@@ -9,6 +9,7 @@ take them one after the other in this process (:func:`each`), one output per inp
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -28,7 +29,7 @@ errors are ``OSError``\\ s); anything else is a fault of the job and stops it.""
 
 
 def add_many_options(p: argparse.ArgumentParser) -> None:
-    """``--failures`` and ``--fail-fast``."""
+    """``--failures``, ``--fail-fast`` and ``--file-timeout``."""
     p.add_argument(
         "--failures", default=None, metavar="PATH",
         help="many inputs: where the ones that failed (could not be read, or the function "
@@ -38,6 +39,7 @@ def add_many_options(p: argparse.ArgumentParser) -> None:
         "--fail-fast", action="store_true",
         help="many inputs: stop at the first that fails (default: list it, go on)",
     )  # fmt: skip
+    add_file_timeout_option(p)
 
 
 FILE_TIMEOUT_S = 600.0
@@ -106,23 +108,43 @@ def rate_for(rate: str | None, path: str) -> str | None:
 
 
 def each(
-    inputs: list[Any], run: Callable[[Any], dict[str, Any]], *, fail_fast: bool
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    inputs: list[Any], run: Callable[[Any], dict[str, Any]], *, fail_fast: bool,
+    file_timeout: float | None = None, written: Callable[[Any], Path] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
     """``run(input)`` for every input in turn: what each finished one gave (with its path
     and seconds), and ``{"path", "reason"}`` of each that could not be read (with
-    ``fail_fast`` the first such error is raised instead)."""
+    ``fail_fast`` the first such error is raised instead). With ``file_timeout``, each
+    runs in a worker process, stopped where it does nothing for that long (see
+    :mod:`.watched`; ``run`` then pickles: a module's function, or a ``partial`` of one;
+    ``written(input)``: the output it writes)."""
+    from ..errors import MediaError
+    from .watched import Watched
+
     done, failed = [], []
-    for item in inputs:
-        start = time.perf_counter()
-        try:
-            got = run(item)
-        except READ_ERRORS as exc:
-            if fail_fast:
-                exc.add_note(f"in input {item.path!r}; drop --fail-fast to go on without it")
-                raise
-            failed.append({"path": item.path, "reason": _line(exc)})
-            continue
-        done.append({"path": item.path, **got, "seconds": round(time.perf_counter() - start, 3)})
+    got: Any
+    with Watched(file_timeout, written) if file_timeout else contextlib.nullcontext() as watched:
+        for item in inputs:
+            start = time.perf_counter()
+            if watched is None:
+                try:
+                    kind, got = "done", run(item)
+                except READ_ERRORS as exc:
+                    if fail_fast:
+                        exc.add_note(f"in input {item.path!r}; drop --fail-fast to go on "
+                                     "without it")  # fmt: skip
+                        raise
+                    kind, got = "failed", first_line(exc)
+            else:
+                kind, got = watched(run, item)
+            if kind == "failed":
+                if fail_fast:  # (from a worker process: what it said)
+                    error = MediaError(got)
+                    error.add_note(f"in input {item.path!r}; drop --fail-fast to go on without it")
+                    raise error
+                failed.append({"path": item.path, "reason": got})
+                continue
+            seconds = round(time.perf_counter() - start, 3)
+            done.append({"path": item.path, **got, "seconds": seconds})
     return done, failed
 
 
@@ -260,6 +282,7 @@ def publish_failures(
     return str(path)
 
 
-def _line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of what ``exc`` says (its type's name where it says nothing)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

@@ -21,7 +21,6 @@ from .common import add_function_options, frame_size, reuse_of
 from .many import (
     PARTIAL,
     Failures,
-    add_file_timeout_option,
     add_many_options,
     add_rate_option,
     refuse_rate,
@@ -67,7 +66,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --resume over many inputs: take the inputs added since, after the others",
     )  # fmt: skip
     add_many_options(p)
-    add_file_timeout_option(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results file")
     add_long_options(p, workers_help="threads (or processes, actors) running the function; "
                      "over many inputs with --executor processes, the processes that read "

@@ -10,6 +10,7 @@ rules (what a default pack stores, the grouping a partial store was packed with)
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..choices import INTRAS, Tier
 from ..errors import StoreCorrupt
-from ..io.inputs import is_many
+from ..io.inputs import Input, is_many
 from .common import UsageError, frame_size, positive_int, print_json
 from .many import (
     PARTIAL,
@@ -156,23 +157,26 @@ def pack_many(args: argparse.Namespace) -> int:
         raise UsageError("pack INPUTS stores whole inputs; drop --start/--stop and the "
                          "manifest's start and stop")  # fmt: skip
     folder = Path(args.store)
-
-    def one(item: Any) -> dict[str, Any]:
-        target = item.output_in(folder, ".hfs")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        given = {"input": item.path, "store": str(target), "rate": rate_for(args.rate, item.path)}
-        data = pack(argparse.Namespace(**{**vars(args), **given}))
-        data.pop("nothing_to_do", None)
-        data.pop("path", None)  # the store's: ``store`` names it, ``path`` the input
-        return {"store": str(target), **data}
-
-    done, failed = each(inputs, one, fail_fast=args.fail_fast)
+    done, failed = each(inputs, functools.partial(pack_into, args, folder),
+                        fail_fast=args.fail_fast, file_timeout=args.file_timeout)  # fmt: skip
     publish_failures(failed, args.failures, folder, total=len(inputs))
     print_rows(done, failed, lambda row: (
         f"{row['path']}  -> {row['store']}: {row['frames']} frames, {row['new_frames']} new, "
         f"{row['ratio']} of raw"
     ), as_json=args.json)  # fmt: skip
     return PARTIAL if failed else 0
+
+
+def pack_into(args: argparse.Namespace, folder: Path, item: Input) -> dict[str, Any]:
+    """One input of ``pack INPUTS FOLDER``: its store in ``folder``, named after it, and
+    the figures."""
+    target = item.output_in(folder, ".hfs")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    given = {"input": item.path, "store": str(target), "rate": rate_for(args.rate, item.path)}
+    data = pack(argparse.Namespace(**{**vars(args), **given}))
+    data.pop("nothing_to_do", None)
+    data.pop("path", None)  # the store's: ``store`` names it, ``path`` the input
+    return {"store": str(target), **data}
 
 
 def pack(args: argparse.Namespace) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .. import RunReport
     from ..io.base import Sink
     from ..io.formats import OnCorrupt, PixFmt
+    from ..io.inputs import Input
     from ..io.video import Colour, Rotation
     from ..modes import ReuseTarget
 
@@ -102,18 +104,11 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
         if given:
             raise UsageError(f"{flag} takes one input for now; drop {flag}")
     refuse_rate(job.rate, inputs)
-
-    def one(item: Any) -> dict[str, Any]:
-        target = item.output_in(folder, args.suffix)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        each_job = dataclasses.replace(
-            job, input=item.path, output=str(target), start=item.start, stop=item.stop,
-            rate=rate_for(job.rate, item.path),
-        )  # fmt: skip
-        report, _ = transcode(each_job)
-        return {"output": str(target), "frames": report.frames}
-
-    done, failed = each(inputs, one, fail_fast=args.fail_fast)
+    done, failed = each(
+        inputs, functools.partial(transcode_into, job, folder, args.suffix),
+        fail_fast=args.fail_fast, file_timeout=args.file_timeout,
+        written=lambda item: item.output_in(folder, args.suffix),
+    )  # fmt: skip
     listed = publish_failures(failed, args.failures, folder, total=len(inputs))
     summary = {"inputs": len(inputs), "frames": sum(d["frames"] for d in done),
                "outputs": done, "failed": failed}  # fmt: skip
@@ -125,6 +120,21 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
         print(f"{len(done)} of {len(inputs)} inputs transcoded into {folder} "
               f"({summary['frames']} frames)")  # fmt: skip
     return PARTIAL if failed else 0
+
+
+def transcode_into(
+    job: TranscodeJob, folder: Path, suffix: str | None, item: Input
+) -> dict[str, Any]:
+    """One input of ``transcode INPUTS FOLDER``: ``job`` for ``item``, into ``folder``
+    under its name (``suffix``: another container); its output and frames."""
+    target = item.output_in(folder, suffix)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    each_job = dataclasses.replace(
+        job, input=item.path, output=str(target), start=item.start, stop=item.stop,
+        rate=rate_for(job.rate, item.path),
+    )  # fmt: skip
+    report, _ = transcode(each_job)
+    return {"output": str(target), "frames": report.frames}
 
 
 def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:

@@ -8,6 +8,7 @@ imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..io.inputs import is_image_sequence, is_many
@@ -18,7 +19,15 @@ from .common import (
     positive_int,
     print_json,
 )
-from .many import PARTIAL, add_many_options, add_rate_option, each, print_rows, refuse_rate
+from .many import (
+    PARTIAL,
+    add_file_timeout_option,
+    add_many_options,
+    add_rate_option,
+    each,
+    print_rows,
+    refuse_rate,
+)
 from .observe import add_long_options
 from .sampling import add_sampling_options
 from .scale import add_chunk_options
@@ -27,6 +36,8 @@ from .transcode import run_transcode
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ..io.inputs import Input
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_rate_option(p)
+    add_file_timeout_option(p)
     p.set_defaults(run=run_info)
 
     p = sub.add_parser("transcode", help="decode -> optional resize -> encode")
@@ -130,6 +142,11 @@ def run_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def input_facts(rate: str | None, item: Input) -> dict[str, Any]:
+    """One input of ``info INPUTS``: what it is."""
+    return facts_of(item.path, rate)
+
+
 def facts_of(path: str, rate: str | None) -> dict[str, Any]:
     """What a video (``probe``) or an image sequence (its source's ``info``, at ``rate``)
     is."""
@@ -148,7 +165,8 @@ def info_many(args: argparse.Namespace) -> int:
 
     inputs = expand(args.path)
     refuse_rate(args.rate, inputs)
-    done, failed = each(inputs, lambda item: facts_of(item.path, args.rate), fail_fast=False)
+    done, failed = each(inputs, functools.partial(input_facts, args.rate), fail_fast=False,
+                        file_timeout=args.file_timeout)  # fmt: skip
     for row in done:
         row.pop("seconds", None)
     print_rows(done, failed, lambda row: (

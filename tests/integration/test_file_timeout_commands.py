@@ -1,0 +1,119 @@
+"""``--file-timeout`` on the commands that take one input at a time over many (``info``,
+``analyze``, ``transcode``, ``pack``): each input's job runs in a worker process; one that
+does nothing for the timeout (a FIFO with no writer standing in for a stalled mount) or
+whose process dies (a crash in the decoder) is listed, nothing half-written is left beside
+its output, and the others are done as in one process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from _processes import Leftovers, reading  # this folder's helper
+
+from hyperframes.cli import main
+from hyperframes.cli.many import PARTIAL
+
+COMMANDS = {
+    "info": ["info", "list.txt"],
+    "analyze": ["analyze", "list.txt", "--samples", "0"],
+    "transcode": ["transcode", "list.txt", "out", "--size", "96x64"],
+    "pack": ["pack", "list.txt", "out", "--size", "96x64"],
+}
+
+
+@pytest.fixture
+def listed(tmp_path: Path, clip_path, monkeypatch) -> Path:
+    """``list.txt``: bikes, a FIFO (``01_stalled.mp4``), carphone and a damaged file."""
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    shutil.copy(clip_path("bikes.mp4"), clips / "00_bikes.mp4")
+    os.mkfifo(clips / "01_stalled.mp4")
+    shutil.copy(clip_path("carphone_pristine.mp4"), clips / "02_carphone.mp4")
+    damaged = clip_path("bikes.mp4").read_bytes()
+    (clips / "03_damaged.mp4").write_bytes(damaged[: len(damaged) // 3])
+    names = ["00_bikes.mp4", "01_stalled.mp4", "02_carphone.mp4", "03_damaged.mp4"]
+    (tmp_path / "list.txt").write_text("".join(f"clips/{n}\n" for n in names))
+    monkeypatch.chdir(tmp_path)
+    return clips
+
+
+def rows_of(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def partials(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if ".partial-" in p.name]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_an_input_that_stalls_is_listed_and_the_others_done(
+    command: str, listed: Path, tmp_path: Path, capsys
+):
+    left = Leftovers()
+    began = time.monotonic()
+    code = main([*COMMANDS[command], "--file-timeout", "2", "--json"])
+    took = time.monotonic() - began
+    found = rows_of(capsys.readouterr().out)
+    assert code == PARTIAL and took < 30
+    if command == "transcode":  # a summary, and a failures file
+        (summary,) = found
+        failed = {Path(f["path"]).name: f["reason"] for f in summary["failed"]}
+        done = {Path(d["path"]).name for d in summary["outputs"]}
+    else:
+        rows = {Path(r["path"]).name: r for r in found}
+        failed = {name: r["error"] for name, r in rows.items() if "error" in r}
+        done = {name for name, r in rows.items() if "error" not in r}
+    assert done == {"00_bikes.mp4", "02_carphone.mp4"}
+    assert sorted(failed) == ["01_stalled.mp4", "03_damaged.mp4"]
+    assert "(the file timeout)" in failed["01_stalled.mp4"]
+    assert "damaged" in failed["03_damaged.mp4"]
+    if (tmp_path / "out").exists():
+        assert partials(tmp_path / "out") == []
+    assert left() == []
+
+
+def test_without_the_timeout_the_same_rows_come_in_this_process(listed: Path, capsys):
+    (listed / "01_stalled.mp4").unlink()  # (it would hang the job: no timeout; now missing)
+    found = []
+    for timeout in ("0", "30"):
+        assert main(["info", "list.txt", "--file-timeout", timeout, "--json"]) == PARTIAL
+        found.append(rows_of(capsys.readouterr().out))
+    assert found[0] == found[1] and len(found[0]) == 4
+    assert [("error" in row) for row in found[0]] == [False, True, False, True]
+
+
+def test_a_transcode_whose_process_dies_is_listed_and_leaves_no_partial_output(
+    listed: Path, tmp_path: Path, capsys
+):
+    left = Leftovers()
+    (tmp_path / "two.txt").write_text("clips/00_bikes.mp4\nclips/02_carphone.mp4\n")
+    out = tmp_path / "out"
+
+    def kill_the_job_as_it_writes() -> None:  # a crash in the decoder, as the command sees it
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for temp in partials(out) if out.exists() else []:
+                holders = [p for p in reading(temp) if p != os.getpid()]
+                if holders and "00_bikes" in temp.name:
+                    os.kill(holders[0], signal.SIGKILL)
+                    return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_the_job_as_it_writes)
+    killer.start()
+    code = main(["transcode", "two.txt", "out", "--file-timeout", "60", "--json"])
+    killer.join()
+    (summary,) = rows_of(capsys.readouterr().out)
+    assert code == PARTIAL
+    failed = {Path(f["path"]).name: f["reason"] for f in summary["failed"]}
+    assert list(failed) == ["00_bikes.mp4"] and "killed by signal 9" in failed["00_bikes.mp4"]
+    assert [Path(d["path"]).name for d in summary["outputs"]] == ["02_carphone.mp4"]
+    assert partials(out) == [] and not (out / "clips/00_bikes.mp4").exists()
+    assert left() == []
