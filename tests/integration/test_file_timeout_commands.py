@@ -1,8 +1,9 @@
-"""``--file-timeout`` on the commands that take one input at a time over many (``info``,
+"""``--file-timeout`` on the commands that run a job per input over many (``info``,
 ``analyze``, ``transcode``, ``pack``): each input's job runs in a worker process; one that
 does nothing for the timeout (a FIFO with no writer standing in for a stalled mount) or
 whose process dies (a crash in the decoder) is listed, nothing half-written is left beside
-its output, and the others are done as in one process."""
+its output, and the others are done as in one process; with ``--executor processes``
+the jobs run side by side and give the same outputs."""
 
 from __future__ import annotations
 
@@ -52,13 +53,20 @@ def partials(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if ".partial-" in p.name]
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+SPREAD = ["--executor", "processes", "--workers", "2"]
+
+
+@pytest.mark.parametrize(
+    ("command", "spread"),
+    [(c, False) for c in sorted(COMMANDS)] + [(c, True) for c in ("analyze", "pack", "transcode")],
+)
 def test_an_input_that_stalls_is_listed_and_the_others_done(
-    command: str, listed: Path, tmp_path: Path, capsys
+    command: str, spread: bool, listed: Path, tmp_path: Path, capsys
 ):
     left = Leftovers()
     began = time.monotonic()
-    code = main([*COMMANDS[command], "--file-timeout", "2", "--json"])
+    extra = (SPREAD if command != "analyze" else SPREAD[:2]) if spread else []  # (no --workers)
+    code = main([*COMMANDS[command], "--file-timeout", "2", "--json", *extra])
     took = time.monotonic() - began
     found = rows_of(capsys.readouterr().out)
     assert code == PARTIAL and took < 30
@@ -117,3 +125,41 @@ def test_a_transcode_whose_process_dies_is_listed_and_leaves_no_partial_output(
     assert [Path(d["path"]).name for d in summary["outputs"]] == ["02_carphone.mp4"]
     assert partials(out) == [] and not (out / "clips/00_bikes.mp4").exists()
     assert left() == []
+
+
+@pytest.mark.parametrize("command", ["analyze", "pack", "transcode"])
+def test_side_by_side_gives_what_one_process_gives(
+    command: str, listed: Path, tmp_path: Path, capsys
+):
+    (listed / "01_stalled.mp4").unlink()
+    for k in range(4):  # enough inputs for both processes
+        shutil.copy(listed / "00_bikes.mp4", listed / f"1{k}_bikes.mp4")
+    (tmp_path / "list.txt").write_text(
+        "".join(f"clips/{p.name}\n" for p in sorted(listed.iterdir()))
+    )
+    found = []
+    spread = SPREAD if command != "analyze" else SPREAD[:2]  # (it has no --workers)
+    for extra, out in (([], "one"), (spread, "two")):
+        argv = [a if a != "out" else out for a in COMMANDS[command]]
+        if command == "transcode":  # lossless: the same frames, however it was threaded
+            argv += ["--codec", "ffv1", "--suffix", ".mkv"]
+        assert main([*argv, "--json", *extra]) == PARTIAL
+        rows = rows_of(capsys.readouterr().out)
+        rows[0].pop("failures", None)  # (a transcode's summary: the failures file, named)
+        for row in rows[0]["outputs"] if command == "transcode" else rows:
+            for key in ("seconds", "wall_s", "fps", "store", "output"):
+                row.pop(key, None)
+        found.append(rows)
+    assert found[0] == found[1]
+    if command == "transcode":
+        for name in ("00_bikes.mkv", "12_bikes.mkv"):
+            one, two = (frames_of(tmp_path / f / "clips" / name) for f in ("one", "two"))
+            assert len(one) == len(two) == 250
+            assert all((a == b).all() for a, b in zip(one, two, strict=True))
+
+
+def frames_of(path: Path) -> list:
+    import av
+
+    with av.open(str(path)) as container:
+        return [f.to_ndarray(format="gray") for f in container.decode(video=0)]

@@ -12,12 +12,12 @@ from .many import (
     PARTIAL,
     add_file_timeout_option,
     add_rate_option,
-    each,
     print_rows,
     rate_for,
     refuse_rate,
 )
 from .observe import add_long_options, observed
+from .per_input import each, side_by_side
 from .sampling import add_sampling_options, is_sampled, sampling_of
 from .scale import executor_for
 from .streams import frame_range
@@ -90,8 +90,11 @@ def analyze_many(args: argparse.Namespace) -> int:
     if args.start or args.stop is not None:
         raise UsageError("--start/--stop take one input; drop them with many")
 
-    done, failed = each(inputs, functools.partial(analysis_of, args), fail_fast=False,
-                        file_timeout=args.file_timeout)  # fmt: skip
+    workers, scale, observe = side_by_side(args.scale, args.observe)
+    own = argparse.Namespace(**{**vars(args), "scale": scale, "observe": observe,
+                                "memory": scale.memory})  # fmt: skip
+    done, failed = each(inputs, functools.partial(analysis_of, own), fail_fast=False,
+                        file_timeout=args.file_timeout, workers=workers)  # fmt: skip
     worth = {True: "pays off", False: "does not pay off", None: "not estimated"}
     print_rows(done, failed, lambda row: (
         f"{row['path']}  {row['frames']} frames -> {row['hyperframes']} hyperframes "

@@ -9,11 +9,9 @@ take them one after the other in this process (:func:`each`), one output per inp
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -105,47 +103,6 @@ def rate_for(rate: str | None, path: str) -> str | None:
     from ..io.inputs import is_image_sequence
 
     return rate if is_image_sequence(path) else None
-
-
-def each(
-    inputs: list[Any], run: Callable[[Any], dict[str, Any]], *, fail_fast: bool,
-    file_timeout: float | None = None, written: Callable[[Any], Path] | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
-    """``run(input)`` for every input in turn: what each finished one gave (with its path
-    and seconds), and ``{"path", "reason"}`` of each that could not be read (with
-    ``fail_fast`` the first such error is raised instead). With ``file_timeout``, each
-    runs in a worker process, stopped where it does nothing for that long (see
-    :mod:`.watched`; ``run`` then pickles: a module's function, or a ``partial`` of one;
-    ``written(input)``: the output it writes)."""
-    from ..errors import MediaError
-    from .watched import Watched
-
-    done, failed = [], []
-    got: Any
-    with Watched(file_timeout, written) if file_timeout else contextlib.nullcontext() as watched:
-        for item in inputs:
-            start = time.perf_counter()
-            if watched is None:
-                try:
-                    kind, got = "done", run(item)
-                except READ_ERRORS as exc:
-                    if fail_fast:
-                        exc.add_note(f"in input {item.path!r}; drop --fail-fast to go on "
-                                     "without it")  # fmt: skip
-                        raise
-                    kind, got = "failed", first_line(exc)
-            else:
-                kind, got = watched(run, item)
-            if kind == "failed":
-                if fail_fast:  # (from a worker process: what it said)
-                    error = MediaError(got)
-                    error.add_note(f"in input {item.path!r}; drop --fail-fast to go on without it")
-                    raise error
-                failed.append({"path": item.path, "reason": got})
-                continue
-            seconds = round(time.perf_counter() - start, 3)
-            done.append({"path": item.path, **got, "seconds": seconds})
-    return done, failed
 
 
 class Failures:

@@ -41,7 +41,8 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--executor", choices=EXECUTORS, default=None,
         help="how stage functions run: threads (default), processes (pools in shared "
-        "memory) or ray (stages as Ray actors; needs the [ray] extra)",
+        "memory) or ray (stages as Ray actors; needs the [ray] extra); over many inputs, "
+        "processes read them side by side, --workers (else one a core) at once",
     )  # fmt: skip
     group.add_argument(
         "--ray-address", default=None, metavar="ADDRESS",

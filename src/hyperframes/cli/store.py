@@ -24,13 +24,13 @@ from .many import (
     PARTIAL,
     add_many_options,
     add_rate_option,
-    each,
     print_rows,
     publish_failures,
     rate_for,
     refuse_rate,
 )
 from .observe import add_long_options, observed_run, workers_of
+from .per_input import each, side_by_side
 from .sampling import add_sampling_options, is_sampled, sampling_of
 from .streams import frame_range
 
@@ -157,8 +157,12 @@ def pack_many(args: argparse.Namespace) -> int:
         raise UsageError("pack INPUTS stores whole inputs; drop --start/--stop and the "
                          "manifest's start and stop")  # fmt: skip
     folder = Path(args.store)
-    done, failed = each(inputs, functools.partial(pack_into, args, folder),
-                        fail_fast=args.fail_fast, file_timeout=args.file_timeout)  # fmt: skip
+    workers, scale, observe = side_by_side(args.scale, args.observe)
+    own = argparse.Namespace(**{**vars(args), "scale": scale, "observe": observe,
+                                "memory": scale.memory})  # fmt: skip
+    done, failed = each(inputs, functools.partial(pack_into, own, folder),
+                        fail_fast=args.fail_fast, file_timeout=args.file_timeout,
+                        workers=workers)  # fmt: skip
     publish_failures(failed, args.failures, folder, total=len(inputs))
     print_rows(done, failed, lambda row: (
         f"{row['path']}  -> {row['store']}: {row['frames']} frames, {row['new_frames']} new, "

@@ -24,11 +24,11 @@ from .many import (
     add_file_timeout_option,
     add_many_options,
     add_rate_option,
-    each,
     print_rows,
     refuse_rate,
 )
 from .observe import add_long_options
+from .per_input import each
 from .sampling import add_sampling_options
 from .scale import add_chunk_options
 from .streams import add_stream_options

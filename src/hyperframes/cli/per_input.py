@@ -1,0 +1,227 @@
+"""Each input's own job (``transcode``, ``pack``, ``analyze``, ``info`` over many inputs):
+one after the other, or side by side in worker processes, each watched for the file
+timeout.
+
+With ``--file-timeout S`` (the default) each job runs in a worker process. One that does
+nothing for ``S`` seconds (no CPU, no byte read or written: a read stuck on a stalled
+mount, a FIFO with no writer) is stopped, as is one whose process dies (a crash in a
+decoder); its input is listed with why, the temporary file it was writing beside its
+output is removed, and the next input goes on in a fresh process. With ``workers`` above
+one, that many worker processes take the inputs side by side, the next one each as it
+finishes one (``--executor processes``); the rows come in the inputs' order. ``map``
+watches its reads more closely (:mod:`..io.beating`, :mod:`..io.reader_process`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..errors import MediaError
+from ..executors.idle import WorkerIdle, call_until_idle
+from ..executors.worker import Worker, WorkerDied
+from .many import READ_ERRORS, first_line
+from .options import Observe, Scale
+
+Run = Callable[[Any], dict[str, Any]]
+"""One input's job: what it gave, as a row (a module's function, or a ``partial`` of one,
+where it runs in a worker process)."""
+Outcome = tuple[str, Any]
+"""``("done", what the job gave)`` or ``("failed", why, in one line)``."""
+
+
+def each(
+    inputs: list[Any], run: Run, *, fail_fast: bool, file_timeout: float | None = None,
+    written: Callable[[Any], Path] | None = None, workers: int = 1,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
+    """``run(input)`` for every input: what each finished one gave (with its path and
+    seconds), and ``{"path", "reason"}`` of each that failed, in the inputs' order; with
+    ``fail_fast`` the first failure is raised instead. ``file_timeout``: each in a worker
+    process, watched (see the module); ``written(input)``: the output it writes;
+    ``workers``: that many side by side (in worker processes, watched where
+    ``file_timeout`` is given)."""
+    outcomes: Iterable[Done]
+    if workers > 1:
+        outcomes = _side_by_side(inputs, run, workers, file_timeout, written, fail_fast)
+    else:
+        outcomes = _one_by_one(inputs, run, file_timeout, written, fail_fast)
+    done, failed = [], []
+    for item, (kind, got), seconds in outcomes:
+        if kind == "done":
+            done.append({"path": item.path, **got, "seconds": round(seconds, 3)})
+        elif fail_fast:  # (what a worker process said of it)
+            error = MediaError(got)
+            error.add_note(f"in input {item.path!r}; drop --fail-fast to go on without it")
+            raise error
+        else:
+            failed.append({"path": item.path, "reason": got})
+    return done, failed
+
+
+def side_by_side(scale: Scale, observe: Observe) -> tuple[int, Scale, Observe]:
+    """How many inputs' jobs run at once, and the options each runs under: with
+    ``--executor processes``, ``--workers`` (else a core each) jobs side by side, each in
+    its own process on threads, with its share of ``--memory`` (else of the default
+    budget), and no progress bar of its own; else one job at a time, as asked."""
+    import dataclasses
+
+    from ..engine.sizing import available_memory, default_budget
+
+    if scale.executor != "processes":
+        return 1, scale, observe
+    workers = scale.workers or len(os.sched_getaffinity(0))
+    whole = scale.memory or default_budget(available_memory())
+    return workers, Scale(memory=max(1, whole // workers)), dataclasses.replace(observe, json=True)
+
+
+Done = tuple[Any, Outcome, float]
+"""An input, its job's outcome and the seconds it took."""
+
+
+def _one_by_one(
+    inputs: list[Any], run: Run, timeout: float | None, written: Callable[[Any], Path] | None,
+    fail_fast: bool,
+) -> Iterator[Done]:  # fmt: skip
+    if not timeout:  # in this process: an error is raised as itself
+        for item in inputs:
+            start = time.perf_counter()
+            try:
+                got = run(item)
+            except READ_ERRORS as exc:
+                if fail_fast:
+                    exc.add_note(f"in input {item.path!r}; drop --fail-fast to go on without it")
+                    raise
+                yield item, ("failed", first_line(exc)), 0.0
+                continue
+            yield item, ("done", got), time.perf_counter() - start
+        return
+    with Watched(timeout, written) as watched:
+        for item in inputs:
+            start = time.perf_counter()
+            outcome = watched(run, item)
+            yield item, outcome, time.perf_counter() - start
+
+
+def _side_by_side(
+    inputs: list[Any], run: Run, workers: int, timeout: float | None,
+    written: Callable[[Any], Path] | None, fail_fast: bool,
+) -> list[Done]:  # fmt: skip
+    """Every input's outcome, made by ``workers`` worker processes side by side; after a
+    failure with ``fail_fast``, or an error, none is handed out (those running finish)
+    and the outcomes come only up to the first input not made."""
+    made: list[Done | None] = [None] * len(inputs)
+    order, lock, stop = iter(range(len(inputs))), threading.Lock(), threading.Event()
+    errors: list[tuple[int, BaseException]] = []
+    watchers = [Watched(timeout, written) for _ in range(min(workers, len(inputs)))]
+
+    def drive(watched: Watched) -> None:
+        while not stop.is_set():
+            with lock:
+                k = next(order, None)
+            if k is None:
+                return
+            start = time.perf_counter()
+            try:
+                outcome = watched(run, inputs[k])
+            except BaseException as exc:
+                with lock:
+                    errors.append((k, exc))
+                stop.set()
+                return
+            made[k] = (inputs[k], outcome, time.perf_counter() - start)
+            if fail_fast and outcome[0] == "failed":
+                stop.set()
+
+    threads = [threading.Thread(target=drive, args=(w,), name=f"hf-inputs-{n}", daemon=True)
+               for n, w in enumerate(watchers)]  # fmt: skip
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.25)  # (a Ctrl-C reaches this thread between waits)
+    finally:  # interrupted: the jobs running are stopped, what they wrote removed
+        stop.set()
+        for watched in watchers:
+            watched.close()
+        for thread in threads:
+            thread.join()
+    if errors:
+        raise min(errors, key=lambda e: e[0])[1]
+    ready = []
+    for outcome in made:
+        if outcome is None:
+            break
+        ready.append(outcome)
+    return ready
+
+
+def run_one(run: Run, item: Any) -> Outcome:
+    """``run(item)``, where an input that cannot be read is an outcome, not an error (in the
+    worker's process: what the error was crosses as one line)."""
+    try:
+        return "done", run(item)
+    except READ_ERRORS as exc:
+        return "failed", first_line(exc)
+
+
+class Watched:
+    """Runs ``run(item)`` in a worker process (see the module), made when first needed and
+    again after one is stopped; ``timeout``: the file timeout (``None``: none);
+    ``written(item)``: the output the job writes, whose temporary file a stopped job
+    leaves (``None``: it writes none)."""
+
+    def __init__(self, timeout: float | None, written: Callable[[Any], Path] | None = None) -> None:
+        self.timeout, self.written = timeout, written
+        self._worker: Worker | None = None
+        self._item: Any = None  # the input of the call running now
+        self._lock = threading.Lock()
+
+    def __call__(self, run: Run, item: Any) -> Outcome:
+        with self._lock:
+            if self._worker is None:
+                module = getattr(run, "func", run).__module__
+                self._worker = Worker(run_one, name="hf-input", daemon=False, preload=(module,))
+            worker, self._item = self._worker, item
+        try:
+            if self.timeout:
+                outcome: Outcome = call_until_idle(worker, run, item, idle=self.timeout)
+            else:
+                outcome = worker.call(run, item)
+            return outcome
+        except WorkerIdle as exc:
+            self.close()
+            return "failed", str(exc)
+        except WorkerDied as exc:
+            self.close()
+            return "failed", f"the process reading it stopped: {exc}"
+        except BaseException:  # (an error of the job, or Ctrl-C: the process goes too)
+            self.close()
+            raise
+        finally:
+            self._item = None
+
+    def close(self) -> None:
+        """End the worker process; where a job was running in it, remove the temporary
+        file it was writing."""
+        from ..io.publish import remove_stale_temps
+
+        with self._lock:
+            worker, self._worker, item = self._worker, None, self._item
+        if worker is not None:
+            worker.close()
+            if item is not None and self.written is not None:
+                remove_stale_temps(self.written(item))
+
+    def __enter__(self) -> Watched:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
