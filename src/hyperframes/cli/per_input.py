@@ -20,13 +20,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MediaError
-from ..executors.idle import WorkerIdle, call_until_idle
-from ..executors.worker import Worker, WorkerDied
 from .many import READ_ERRORS, first_line
 from .options import Observe, Scale
+
+if TYPE_CHECKING:
+    from ..executors.worker import Worker
 
 Run = Callable[[Any], dict[str, Any]]
 """One input's job: what it gave, as a row (a module's function, or a ``partial`` of one,
@@ -183,6 +184,9 @@ class Watched:
         self._lock = threading.Lock()
 
     def __call__(self, run: Run, item: Any) -> Outcome:
+        from ..executors.idle import WorkerIdle, call_until_idle
+        from ..executors.worker import Worker, WorkerDied
+
         with self._lock:
             if self._worker is None:
                 module = getattr(run, "func", run).__module__
