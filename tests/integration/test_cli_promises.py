@@ -51,6 +51,10 @@ def test_the_shared_options_are_defined_in_one_place():
         ("lower batch_size= or slots=", "lower --batch-size or slots="),
         ("pass size=(320, 240) (--size 320x240 on the command line) to", "pass --size 320x240 to"),
         ("pass size=(width, height) (--size WxH) to read", "pass --size WxH to read"),
+        (
+            "in 'a.mp4'; pass on_error='skip' (drop --fail-fast) to go",
+            "'a.mp4'; drop --fail-fast to",
+        ),
         ("at threshold=0.001", "at threshold=0.001"),  # not a flag of this command: kept
         ("pass on_corrupt='skip' (--on-corrupt skip) to read", "pass --on-corrupt skip to read"),
         ("packed with (tier=lossless, intra=webp) than", "(tier=lossless, --intra webp) than"),
@@ -60,7 +64,7 @@ def test_the_shared_options_are_defined_in_one_place():
 )
 def test_library_keywords_become_flags(library, cli):
     flags = {"--overwrite", "--resume", "--pix-fmt", "--batch-size", "--size", "--on-corrupt",
-             "--intra"}  # fmt: skip
+             "--intra", "--fail-fast"}  # fmt: skip
     assert cli in as_flags(library, flags)
 
 

@@ -114,6 +114,12 @@ def as_flags(message: str, flags: Collection[str]) -> str:
         return f"{option} {value}"
 
     text = _KEYWORD.sub(flag, message)
+    # a keyword the command has no flag for, with what to do on the command line beside it
+    text = re.sub(
+        r"(?:pass )?[a-z_]+=[^ ()]+ \(((?:drop|pass) (--[a-z][a-z-]*)[^()]*)\)",
+        lambda m: m.group(1) if m.group(2) in flags else m.group(0),
+        text,
+    )
     text = re.sub(r"(--[a-z-]+(?: [^ ()]+)?) \(\1(?: on the command line)?\)", r"\1", text)
     if flags:  # a hint at a flag this command does not have goes: it would mislead
         text = re.sub(

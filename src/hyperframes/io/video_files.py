@@ -354,7 +354,10 @@ class VideoFiles(Source):
         item = self.inputs[failure.input]
         error = failure.error
         if self.on_error == "fail":
-            error.add_note(f"in input {item.path!r}; pass on_error='skip' to go on without it")
+            error.add_note(
+                f"in input {item.path!r}; pass on_error='skip' (drop --fail-fast) to go on "
+                "without it"
+            )
             return False
         self._stage_failures += 1
         if not failure.written and self._stage_failures >= min(FAULT_AFTER, len(self.inputs)):
@@ -383,7 +386,10 @@ class VideoFiles(Source):
         item = self.inputs[k]
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if self.on_error == "fail":
-            exc.add_note(f"in input {item.path!r}; pass on_error='skip' to go on without it")
+            exc.add_note(
+                f"in input {item.path!r}; pass on_error='skip' (drop --fail-fast) to go on "
+                "without it"
+            )
             raise exc
         self._add_failure(item, reason, frames)
 
