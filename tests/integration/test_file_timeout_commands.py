@@ -163,3 +163,27 @@ def frames_of(path: Path) -> list:
 
     with av.open(str(path)) as container:
         return [f.to_ndarray(format="gray") for f in container.decode(video=0)]
+
+
+def test_ray_runs_the_inputs_as_tasks_over_the_nodes(
+    ray_cluster, listed: Path, tmp_path: Path, capsys
+):
+    (listed / "01_stalled.mp4").unlink()
+    for k in range(3):
+        shutil.copy(listed / "02_carphone.mp4", listed / f"1{k}_carphone.mp4")
+    (tmp_path / "list.txt").write_text(
+        "".join(f"clips/{p.name}\n" for p in sorted(listed.iterdir()))
+    )
+    found = []
+    for extra, out in (([], "one"), (["--executor", "ray"], "two")):
+        argv = ["pack", "list.txt", out, "--size", "96x64", "--json", *extra]
+        assert main(argv) == PARTIAL
+        found.append(rows_of(capsys.readouterr().out))
+    nodes = {row.pop("node") for row in found[1] if "node" in row}
+    assert len(nodes) == 2  # spread over both nodes
+    for rows in found:
+        for row in rows:
+            for key in ("seconds", "wall_s", "fps", "store"):
+                row.pop(key, None)
+    assert found[0] == found[1] and len(found[0]) == 6
+    assert [Path(r["path"]).name for r in found[1] if "error" in r] == ["03_damaged.mp4"]

@@ -17,7 +17,7 @@ from .many import (
     refuse_rate,
 )
 from .observe import add_long_options, observed
-from .per_input import each, side_by_side
+from .per_input import cluster_of, each, side_by_side
 from .sampling import add_sampling_options, is_sampled, sampling_of
 from .scale import executor_for
 from .streams import frame_range
@@ -93,8 +93,9 @@ def analyze_many(args: argparse.Namespace) -> int:
     workers, scale, observe = side_by_side(args.scale, args.observe)
     own = argparse.Namespace(**{**vars(args), "scale": scale, "observe": observe,
                                 "memory": scale.memory})  # fmt: skip
-    done, failed = each(inputs, functools.partial(analysis_of, own), fail_fast=False,
-                        file_timeout=args.file_timeout, workers=workers)  # fmt: skip
+    with cluster_of(args.scale) as ray:
+        done, failed = each(inputs, functools.partial(analysis_of, own), fail_fast=False,
+                            file_timeout=args.file_timeout, workers=workers, ray=ray)  # fmt: skip
     worth = {True: "pays off", False: "does not pay off", None: "not estimated"}
     print_rows(done, failed, lambda row: (
         f"{row['path']}  {row['frames']} frames -> {row['hyperframes']} hyperframes "

@@ -14,6 +14,7 @@ watches its reads more closely (:mod:`..io.beating`, :mod:`..io.reader_process`)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -38,16 +39,19 @@ Outcome = tuple[str, Any]
 
 def each(
     inputs: list[Any], run: Run, *, fail_fast: bool, file_timeout: float | None = None,
-    written: Callable[[Any], Path] | None = None, workers: int = 1,
+    written: Callable[[Any], Path] | None = None, workers: int = 1, ray: Any = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
     """``run(input)`` for every input: what each finished one gave (with its path and
     seconds), and ``{"path", "reason"}`` of each that failed, in the inputs' order; with
     ``fail_fast`` the first failure is raised instead. ``file_timeout``: each in a worker
     process, watched (see the module); ``written(input)``: the output it writes;
     ``workers``: that many side by side (in worker processes, watched where
-    ``file_timeout`` is given)."""
+    ``file_timeout`` is given); ``ray``: Ray's module, each a task on the cluster (one
+    CPU, spread over the nodes; not watched)."""
     outcomes: Iterable[Done]
-    if workers > 1:
+    if ray is not None:
+        outcomes = _on_ray(inputs, run, ray)
+    elif workers > 1:
         outcomes = _side_by_side(inputs, run, workers, file_timeout, written, fail_fast)
     else:
         outcomes = _one_by_one(inputs, run, file_timeout, written, fail_fast)
@@ -68,16 +72,40 @@ def side_by_side(scale: Scale, observe: Observe) -> tuple[int, Scale, Observe]:
     """How many inputs' jobs run at once, and the options each runs under: with
     ``--executor processes``, ``--workers`` (else a core each) jobs side by side, each in
     its own process on threads, with its share of ``--memory`` (else of the default
-    budget), and no progress bar of its own; else one job at a time, as asked."""
+    budget), and no progress bar of its own; with ``--executor ray`` the same options
+    for each Ray task (a core's share of the budget: as many run on a node as it has
+    cores); else one job at a time, as asked."""
     import dataclasses
 
     from ..engine.sizing import available_memory, default_budget
 
-    if scale.executor != "processes":
+    if scale.executor not in ("processes", "ray"):
         return 1, scale, observe
-    workers = scale.workers or len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0))
+    workers = scale.workers or cores
     whole = scale.memory or default_budget(available_memory())
-    return workers, Scale(memory=max(1, whole // workers)), dataclasses.replace(observe, json=True)
+    share = max(1, whole // (workers if scale.executor == "processes" else cores))
+    return workers, Scale(memory=share), dataclasses.replace(observe, json=True)
+
+
+@contextlib.contextmanager
+def cluster_of(scale: Scale, shipped: Any = None) -> Iterator[Any]:
+    """Ray's module where ``--executor ray`` sends the inputs' jobs to a cluster (joined or
+    started as ``--ray-address`` says; ``shipped``: a function of the user's whose module
+    the cluster's workers need), else ``None``."""
+    if scale.executor != "ray":
+        yield None
+        return
+    from ..models import PerWorker
+    from .scale import ray_executor, ship_module_of
+
+    executor = ray_executor(scale.ray_address)
+    try:
+        if shipped is not None:
+            ship_module_of(shipped.cls if isinstance(shipped, PerWorker) else shipped, executor)
+        yield executor.ray
+    finally:
+        executor.close()
 
 
 Done = tuple[Any, Outcome, float]
@@ -160,6 +188,45 @@ def _side_by_side(
             break
         ready.append(outcome)
     return ready
+
+
+def _on_ray(inputs: list[Any], run: Run, ray: Any) -> list[Done]:
+    """Every input's outcome, its job a Ray task (one CPU, spread over the nodes, not
+    retried: a task whose process dies fails its input); interrupted, or where a job
+    raises, the tasks still out are cancelled."""
+    task = ray.remote(timed_run_one).options(
+        num_cpus=1, scheduling_strategy="SPREAD", max_retries=0
+    )
+    refs = [task.remote(run, item) for item in inputs]
+    made: list[Done] = []
+    try:
+        for item, ref in zip(inputs, refs, strict=True):
+            try:
+                kind, got, seconds = ray.get(ref)
+            except ray.exceptions.RayTaskError as exc:
+                cause = getattr(exc, "cause", None)
+                raise cause if isinstance(cause, BaseException) else exc from None
+            except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
+                kind, got, seconds = "failed", f"the process reading it stopped: {exc}", 0.0
+            made.append((item, (kind, got), seconds))
+    except BaseException:
+        for ref in refs:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+        raise
+    return made
+
+
+def timed_run_one(run: Run, item: Any) -> tuple[str, Any, float]:
+    """:func:`run_one` in a Ray task: what it gave (a row also says the node it ran on),
+    and the seconds it took."""
+    from ..executors.ray import node_id
+
+    start = time.perf_counter()
+    kind, got = run_one(run, item)
+    if kind == "done":
+        got = {**got, "node": node_id()}
+    return kind, got, time.perf_counter() - start
 
 
 def run_one(run: Run, item: Any) -> Outcome:

@@ -30,7 +30,7 @@ from .many import (
     refuse_rate,
 )
 from .observe import add_long_options, observed_run, workers_of
-from .per_input import each, side_by_side
+from .per_input import cluster_of, each, side_by_side
 from .sampling import add_sampling_options, is_sampled, sampling_of
 from .streams import frame_range
 
@@ -160,9 +160,10 @@ def pack_many(args: argparse.Namespace) -> int:
     workers, scale, observe = side_by_side(args.scale, args.observe)
     own = argparse.Namespace(**{**vars(args), "scale": scale, "observe": observe,
                                 "memory": scale.memory})  # fmt: skip
-    done, failed = each(inputs, functools.partial(pack_into, own, folder),
-                        fail_fast=args.fail_fast, file_timeout=args.file_timeout,
-                        workers=workers)  # fmt: skip
+    with cluster_of(args.scale) as ray:
+        done, failed = each(inputs, functools.partial(pack_into, own, folder),
+                            fail_fast=args.fail_fast, file_timeout=args.file_timeout,
+                            workers=workers, ray=ray)  # fmt: skip
     publish_failures(failed, args.failures, folder, total=len(inputs))
     print_rows(done, failed, lambda row: (
         f"{row['path']}  -> {row['store']}: {row['frames']} frames, {row['new_frames']} new, "

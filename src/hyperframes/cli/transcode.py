@@ -18,7 +18,7 @@ from .common import UsageError, emit_report, print_json, reuse_of
 from .many import PARTIAL, publish_failures, rate_for, refuse_rate
 from .observe import observed, observed_run, workers_of
 from .options import Encoding, Observe, Scale
-from .per_input import each, side_by_side
+from .per_input import cluster_of, each, side_by_side
 from .sampling import sampling_of
 from .scale import ray_for_chunks
 from .streams import carry_of, frame_range, not_carried
@@ -75,7 +75,7 @@ class TranscodeJob:
 
 def run_transcode(args: argparse.Namespace) -> int:
     job = TranscodeJob.of(args)
-    spread = is_many(job.input) and job.scale.executor == "processes"
+    spread = is_many(job.input) and job.scale.executor in ("processes", "ray")
     if job.scale.workers is not None and job.map is None and job.chunks is None and not spread:
         raise UsageError(
             "--workers sets the threads of --map's function, and this transcode has none "
@@ -107,12 +107,18 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} takes one input for now; drop {flag}")
     refuse_rate(job.rate, inputs)
     workers, scale, observe = side_by_side(job.scale, job.observe)
-    done, failed = each(
-        inputs, functools.partial(transcode_into, dataclasses.replace(
-            job, scale=scale, observe=observe), folder, args.suffix),
-        fail_fast=args.fail_fast, file_timeout=args.file_timeout,
-        written=lambda item: item.output_in(folder, args.suffix), workers=workers,
-    )  # fmt: skip
+    fn = None
+    if job.map is not None and job.scale.executor == "ray":
+        from ..models import load
+
+        fn = load(job.map)  # (its module goes to the cluster)
+    with cluster_of(job.scale, shipped=fn) as ray:
+        done, failed = each(
+            inputs, functools.partial(transcode_into, dataclasses.replace(
+                job, scale=scale, observe=observe), folder, args.suffix),
+            fail_fast=args.fail_fast, file_timeout=args.file_timeout,
+            written=lambda item: item.output_in(folder, args.suffix), workers=workers, ray=ray,
+        )  # fmt: skip
     listed = publish_failures(failed, args.failures, folder, total=len(inputs))
     summary = {"inputs": len(inputs), "frames": sum(d["frames"] for d in done),
                "outputs": done, "failed": failed}  # fmt: skip
