@@ -18,7 +18,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -48,23 +48,25 @@ def each(
     ``workers``: that many side by side (in worker processes, watched where
     ``file_timeout`` is given); ``ray``: Ray's module, each a task on the cluster (one
     CPU, spread over the nodes; not watched)."""
-    outcomes: Iterable[Done]
+    outcomes: Generator[Done]  # (closed below: one's worker process ends with it)
     if ray is not None:
-        outcomes = _on_ray(inputs, run, ray)
+        outcomes = (made for made in _on_ray(inputs, run, ray))
     elif workers > 1:
-        outcomes = _side_by_side(inputs, run, workers, file_timeout, written, fail_fast)
+        side = _side_by_side(inputs, run, workers, file_timeout, written, fail_fast)
+        outcomes = (made for made in side)
     else:
         outcomes = _one_by_one(inputs, run, file_timeout, written, fail_fast)
     done, failed = [], []
-    for item, (kind, got), seconds in outcomes:
-        if kind == "done":
-            done.append({"path": item.path, **got, "seconds": round(seconds, 3)})
-        elif fail_fast:  # (what a worker process said of it)
-            error = MediaError(got)
-            error.add_note(f"in input {item.path!r}; drop --fail-fast to go on without it")
-            raise error
-        else:
-            failed.append({"path": item.path, "reason": got})
+    with contextlib.closing(outcomes):
+        for item, (kind, got), seconds in outcomes:
+            if kind == "done":
+                done.append({"path": item.path, **got, "seconds": round(seconds, 3)})
+            elif fail_fast:  # (what a worker process said of it)
+                error = MediaError(got)
+                error.add_note(f"in input {item.path!r}; drop --fail-fast to go on without it")
+                raise error
+            else:
+                failed.append({"path": item.path, "reason": got})
     return done, failed
 
 
@@ -89,20 +91,21 @@ def side_by_side(scale: Scale, observe: Observe) -> tuple[int, Scale, Observe]:
 
 
 @contextlib.contextmanager
-def cluster_of(scale: Scale, shipped: Any = None) -> Iterator[Any]:
+def cluster_of(scale: Scale, function: str | None = None) -> Iterator[Any]:
     """Ray's module where ``--executor ray`` sends the inputs' jobs to a cluster (joined or
-    started as ``--ray-address`` says; ``shipped``: a function of the user's whose module
-    the cluster's workers need), else ``None``."""
+    started as ``--ray-address`` says; ``function``: the user's ``MODULE:NAME`` the jobs
+    load, whose module the cluster's workers need), else ``None``."""
     if scale.executor != "ray":
         yield None
         return
-    from ..models import PerWorker
+    from ..models import PerWorker, load
     from .scale import ray_executor, ship_module_of
 
     executor = ray_executor(scale.ray_address)
     try:
-        if shipped is not None:
-            ship_module_of(shipped.cls if isinstance(shipped, PerWorker) else shipped, executor)
+        if function is not None:
+            fn = load(function)
+            ship_module_of(fn.cls if isinstance(fn, PerWorker) else fn, executor)
         yield executor.ray
     finally:
         executor.close()
@@ -115,7 +118,7 @@ Done = tuple[Any, Outcome, float]
 def _one_by_one(
     inputs: list[Any], run: Run, timeout: float | None, written: Callable[[Any], Path] | None,
     fail_fast: bool,
-) -> Iterator[Done]:  # fmt: skip
+) -> Generator[Done]:  # fmt: skip
     if not timeout:  # in this process: an error is raised as itself
         for item in inputs:
             start = time.perf_counter()

@@ -91,7 +91,7 @@ def run_transcode(args: argparse.Namespace) -> int:
 def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
     """``transcode INPUTS FOLDER``: each input into ``FOLDER`` under its own name (the
     folders it was found in kept, ``--suffix`` for another container), one after the
-    other in this process; an input that cannot be read is listed and the rest go on."""
+    other or side by side (:func:`.per_input.each`); one that fails is listed, the rest go on."""
     from ..io.inputs import expand
 
     inputs = expand(job.input)  # (a folder of neither videos nor images says so first)
@@ -107,12 +107,7 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} takes one input for now; drop {flag}")
     refuse_rate(job.rate, inputs)
     workers, scale, observe = side_by_side(job.scale, job.observe)
-    fn = None
-    if job.map is not None and job.scale.executor == "ray":
-        from ..models import load
-
-        fn = load(job.map)  # (its module goes to the cluster)
-    with cluster_of(job.scale, shipped=fn) as ray:
+    with cluster_of(job.scale, function=job.map) as ray:
         done, failed = each(
             inputs, functools.partial(transcode_into, dataclasses.replace(
                 job, scale=scale, observe=observe), folder, args.suffix),
