@@ -1,15 +1,14 @@
 """Each input's own job (``transcode``, ``pack``, ``analyze``, ``info`` over many inputs):
-one after the other, or side by side in worker processes, each watched for the file
-timeout.
+one after the other, side by side in worker processes, or as Ray tasks.
 
 With ``--file-timeout S`` (the default) each job runs in a worker process. One that does
 nothing for ``S`` seconds (no CPU, no byte read or written: a read stuck on a stalled
 mount, a FIFO with no writer) is stopped, as is one whose process dies (a crash in a
 decoder); its input is listed with why, the temporary file it was writing beside its
 output is removed, and the next input goes on in a fresh process. With ``workers`` above
-one, that many worker processes take the inputs side by side, the next one each as it
-finishes one (``--executor processes``); the rows come in the inputs' order. ``map``
-watches its reads more closely (:mod:`..io.beating`, :mod:`..io.reader_process`).
+one, that many worker processes take the inputs side by side (``--executor processes``);
+the rows come in the inputs' order. ``map`` watches its reads more closely
+(:mod:`..io.beating`, :mod:`..io.reader_process`).
 """
 
 from __future__ import annotations
