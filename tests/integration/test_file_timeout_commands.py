@@ -187,3 +187,24 @@ def test_ray_runs_the_inputs_as_tasks_over_the_nodes(
                 row.pop(key, None)
     assert found[0] == found[1] and len(found[0]) == 6
     assert [Path(r["path"]).name for r in found[1] if "error" in r] == ["03_damaged.mp4"]
+
+
+def test_side_by_side_a_bar_counts_the_files(listed: Path):
+    import functools
+    import io
+
+    from hyperframes.cli.per_input import each
+    from hyperframes.cli.video import input_facts
+    from hyperframes.io.inputs import expand
+    from hyperframes.metrics.progress import ProgressBar
+
+    (listed / "01_stalled.mp4").unlink()
+    drawn = io.StringIO()
+    done, failed = each(
+        expand(listed), functools.partial(input_facts, None), fail_fast=False, workers=2,
+        file_timeout=30, bar=ProgressBar(stream=drawn, enabled=True, hz=1e6),
+    )  # fmt: skip
+    assert len(done) == 2 and len(failed) == 1
+    lines = [line for line in drawn.getvalue().split("\r\x1b[2K") if line.strip()]
+    assert [line.split("file ")[1].split()[0] for line in lines] == ["1/3", "2/3", "3/3"]
+    assert "bottleneck" not in drawn.getvalue() and drawn.getvalue().endswith("\n")

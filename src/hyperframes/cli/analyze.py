@@ -7,7 +7,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from ..io.inputs import is_many
-from .common import UsageError, positive_int, print_json
+from .common import UsageError, positive_int, print_json, progress_for
 from .many import (
     PARTIAL,
     add_file_timeout_option,
@@ -95,7 +95,8 @@ def analyze_many(args: argparse.Namespace) -> int:
                                 "memory": scale.memory})  # fmt: skip
     with cluster_of(args.scale) as ray:
         done, failed = each(inputs, functools.partial(analysis_of, own), fail_fast=False,
-                            file_timeout=args.file_timeout, workers=workers, ray=ray)  # fmt: skip
+                            file_timeout=args.file_timeout, workers=workers, ray=ray,
+                            bar=progress_for(args.observe, "analyze"))  # fmt: skip
     worth = {True: "pays off", False: "does not pay off", None: "not estimated"}
     print_rows(done, failed, lambda row: (
         f"{row['path']}  {row['frames']} frames -> {row['hyperframes']} hyperframes "

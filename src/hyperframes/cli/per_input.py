@@ -9,6 +9,9 @@ output is removed, and the next input goes on in a fresh process. With ``workers
 one, that many worker processes take the inputs side by side (``--executor processes``);
 the rows come in the inputs' order. ``map`` watches its reads more closely
 (:mod:`..io.beating`, :mod:`..io.reader_process`).
+
+Longer than 300 lines: the three ways to run the jobs share the outcome of one, its
+tally and the order of the rows; apart, each would repeat them.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from .many import READ_ERRORS, first_line
 from .options import Observe, Scale
 
 if TYPE_CHECKING:
+    from ..engine.watch import ProgressFn
     from ..executors.worker import Worker
+    from ..metrics.progress import ProgressBar
 
 Run = Callable[[Any], dict[str, Any]]
 """One input's job: what it gave, as a row (a module's function, or a ``partial`` of one,
@@ -39,6 +44,7 @@ Outcome = tuple[str, Any]
 def each(
     inputs: list[Any], run: Run, *, fail_fast: bool, file_timeout: float | None = None,
     written: Callable[[Any], Path] | None = None, workers: int = 1, ray: Any = None,
+    bar: ProgressBar | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
     """``run(input)`` for every input: what each finished one gave (with its path and
     seconds), and ``{"path", "reason"}`` of each that failed, in the inputs' order; with
@@ -46,17 +52,19 @@ def each(
     process, watched (see the module); ``written(input)``: the output it writes;
     ``workers``: that many side by side (in worker processes, watched where
     ``file_timeout`` is given); ``ray``: Ray's module, each a task on the cluster (one
-    CPU, spread over the nodes; not watched)."""
+    CPU, spread over the nodes; not watched); ``bar``: the files and frames done as each
+    job ends, side by side or on Ray (one after the other, each job draws its own)."""
     outcomes: Generator[Done]  # (closed below: one's worker process ends with it)
+    tally = _Tally(len(inputs), bar)
     if ray is not None:
-        outcomes = (made for made in _on_ray(inputs, run, ray))
+        outcomes = (made for made in _on_ray(inputs, run, ray, tally))
     elif workers > 1:
-        side = _side_by_side(inputs, run, workers, file_timeout, written, fail_fast)
+        side = _side_by_side(inputs, run, workers, file_timeout, written, fail_fast, tally)
         outcomes = (made for made in side)
     else:
         outcomes = _one_by_one(inputs, run, file_timeout, written, fail_fast)
     done, failed = [], []
-    with contextlib.closing(outcomes):
+    try:
         for item, (kind, got), seconds in outcomes:
             if kind == "done":
                 done.append({"path": item.path, **got, "seconds": round(seconds, 3)})
@@ -66,6 +74,10 @@ def each(
                 raise error
             else:
                 failed.append({"path": item.path, "reason": got})
+    finally:
+        outcomes.close()
+        if bar is not None:
+            bar.finish()
     return done, failed
 
 
@@ -114,6 +126,28 @@ Done = tuple[Any, Outcome, float]
 """An input, its job's outcome and the seconds it took."""
 
 
+class _Tally:
+    """The files done of ``total`` and their frames, told to ``progress`` as each ends
+    (from any thread)."""
+
+    def __init__(self, total: int, progress: ProgressFn | None) -> None:
+        from ..engine.watch import Progress
+
+        self.total, self.progress, self._made = total, progress, Progress
+        self.files = self.frames = 0
+        self._start, self._lock = time.perf_counter(), threading.Lock()
+
+    def __call__(self, outcome: Outcome) -> None:
+        if self.progress is None:
+            return
+        with self._lock:
+            self.files += 1
+            self.frames += int(outcome[1].get("frames") or 0) if outcome[0] == "done" else 0
+            elapsed = time.perf_counter() - self._start
+            note = f"file {self.files}/{self.total}"
+            self.progress(self._made(self.frames, None, elapsed, "", note))
+
+
 def _one_by_one(
     inputs: list[Any], run: Run, timeout: float | None, written: Callable[[Any], Path] | None,
     fail_fast: bool,
@@ -140,7 +174,7 @@ def _one_by_one(
 
 def _side_by_side(
     inputs: list[Any], run: Run, workers: int, timeout: float | None,
-    written: Callable[[Any], Path] | None, fail_fast: bool,
+    written: Callable[[Any], Path] | None, fail_fast: bool, tally: _Tally,
 ) -> list[Done]:  # fmt: skip
     """Every input's outcome, made by ``workers`` worker processes side by side; after a
     failure with ``fail_fast``, or an error, none is handed out (those running finish)
@@ -165,6 +199,7 @@ def _side_by_side(
                 stop.set()
                 return
             made[k] = (inputs[k], outcome, time.perf_counter() - start)
+            tally(outcome)
             if fail_fast and outcome[0] == "failed":
                 stop.set()
 
@@ -192,7 +227,7 @@ def _side_by_side(
     return ready
 
 
-def _on_ray(inputs: list[Any], run: Run, ray: Any) -> list[Done]:
+def _on_ray(inputs: list[Any], run: Run, ray: Any, tally: _Tally) -> list[Done]:
     """Every input's outcome, its job a Ray task (one CPU, spread over the nodes, not
     retried: a task whose process dies fails its input); interrupted, or where a job
     raises, the tasks still out are cancelled."""
@@ -211,6 +246,7 @@ def _on_ray(inputs: list[Any], run: Run, ray: Any) -> list[Done]:
             except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
                 kind, got, seconds = "failed", f"the process reading it stopped: {exc}", 0.0
             made.append((item, (kind, got), seconds))
+            tally((kind, got))
     except BaseException:
         for ref in refs:
             with contextlib.suppress(Exception):

@@ -19,7 +19,7 @@ from typing import Any
 from ..choices import INTRAS, Tier
 from ..errors import StoreCorrupt
 from ..io.inputs import Input, is_many
-from .common import UsageError, frame_size, positive_int, print_json
+from .common import UsageError, frame_size, positive_int, print_json, progress_for
 from .many import (
     PARTIAL,
     add_many_options,
@@ -163,7 +163,8 @@ def pack_many(args: argparse.Namespace) -> int:
     with cluster_of(args.scale) as ray:
         done, failed = each(inputs, functools.partial(pack_into, own, folder),
                             fail_fast=args.fail_fast, file_timeout=args.file_timeout,
-                            workers=workers, ray=ray)  # fmt: skip
+                            workers=workers, ray=ray,
+                            bar=progress_for(args.observe, "pack"))  # fmt: skip
     publish_failures(failed, args.failures, folder, total=len(inputs))
     print_rows(done, failed, lambda row: (
         f"{row['path']}  -> {row['store']}: {row['frames']} frames, {row['new_frames']} new, "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..io.inputs import is_many
 from ..io.positions import Seconds
-from .common import UsageError, emit_report, print_json, reuse_of
+from .common import UsageError, emit_report, print_json, progress_for, reuse_of
 from .many import PARTIAL, publish_failures, rate_for, refuse_rate
 from .observe import observed, observed_run, workers_of
 from .options import Encoding, Observe, Scale
@@ -113,6 +113,7 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
                 job, scale=scale, observe=observe), folder, args.suffix),
             fail_fast=args.fail_fast, file_timeout=args.file_timeout,
             written=lambda item: item.output_in(folder, args.suffix), workers=workers, ray=ray,
+            bar=progress_for(job.observe, "transcode"),
         )  # fmt: skip
     listed = publish_failures(failed, args.failures, folder, total=len(inputs))
     summary = {"inputs": len(inputs), "frames": sum(d["frames"] for d in done),

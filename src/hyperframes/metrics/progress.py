@@ -47,7 +47,8 @@ def render_line(p: Progress, label: str = "", width: int | None = None) -> str:
     else:
         fields.append((0, f"{p.frames} frames "))
     fields.append((2, f"{p.fps:7.1f} fr/s "))
-    fields.append((5, f"bottleneck: {p.slowest_stage} "))
+    if p.slowest_stage:  # (none where the work is whole jobs, a file each)
+        fields.append((5, f"bottleneck: {p.slowest_stage} "))
     if p.note:
         fields.append((3, f"{p.note} "))
     if p.total:
