@@ -84,3 +84,21 @@ def test_a_child_that_dies_is_said_and_errors_cross_as_themselves():
 def test_a_target_that_cannot_be_sent_is_refused():
     with pytest.raises(TypeError, match="cannot be sent to worker processes"):
         Worker(lambda op: op, name="hf-test")
+
+
+def test_a_call_that_does_nothing_is_stopped_and_one_that_works_is_not():
+    from hyperframes.executors.idle import WorkerIdle, activity, call_until_idle
+
+    sleeper = Worker(time.sleep, name="hf-test-idle")
+    began = time.monotonic()
+    with pytest.raises(WorkerIdle, match="nothing came of it in 1 s"):
+        call_until_idle(sleeper, 30, idle=1.0)  # no CPU, no byte read or written
+    assert time.monotonic() - began < 10 and sleeper.pid is None
+    worker = Worker(sum, name="hf-test-busy")
+    pid = worker.pid
+    assert pid is not None and activity(pid) is not None
+    began = time.monotonic()
+    total = call_until_idle(worker, range(60_000_000), idle=0.3)  # CPU only, > 0.3 s
+    assert total == sum(range(60_000_000)) and time.monotonic() - began > 0.3
+    worker.close()
+    assert activity(pid) is None

@@ -56,8 +56,8 @@ READ_ERRORS = (MediaError, OSError, ValueError, EOFError)
 """What a file that cannot be read raises (PyAV's errors are ``OSError``\\ s)."""
 FAULT_AFTER = 3
 """A function that fails on this many inputs before it has answered any frame fails the
-run: listing every file for a bug in the function would cost the
-whole job's reads and say nothing."""
+run: listing every file for a bug in the function would cost the whole job's reads and
+say nothing."""
 
 
 class VideoFiles(Source):
