@@ -287,7 +287,8 @@ def run_files(
     if "on_failed" in job.options:
         raise ValueError("run_files lists failed inputs in its report; drop on_failed")
     if job.options.get("size") is None:  # each run would check only its own inputs
-        VideoFiles(items, **job.options).close()  # (frames of several sizes: refused)
+        VideoFiles(items, on_failed=lambda f: None, **job.options).close()  # (refused: frames
+        # of several sizes; the inputs that fail are listed by the runs that read them)
     facts = {"inputs": inputs_record(items), "source options": repr(sorted(job.options.items()))}
     span = (0, len(items))
     return _run(job, output, build, span, len(items), None, lambda k: 0.0, facts, None,

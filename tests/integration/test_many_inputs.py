@@ -285,3 +285,16 @@ def test_a_manifest_takes_times_as_well_as_frames(folder: Path, tmp_path: Path) 
     assert (
         main(["map", str(bad), "brightness_fn:brightness", "--out", str(tmp_path / "b.jsonl")]) == 1
     )
+
+
+def test_a_loop_of_ones_own_is_told_of_a_file_it_lost(folder: Path) -> None:
+    (folder / "broken.mp4").write_bytes((folder / "bikes.mp4").read_bytes()[:4000])
+    with pytest.warns(UserWarning, match=r"broken.mp4' is left out \(.*damaged"):
+        source = hf.VideoFiles(folder, size=(96, 64))
+        batches = hf.Pipeline.from_source(source, batch_size=32).iter_batches()
+        frames = sum(len(f) for _, f in batches)
+    assert [Path(f["path"]).name for f in source.failed] == ["broken.mp4"]
+    told: list[dict] = []  # told another way, it is not warned of
+    told_source = hf.VideoFiles(folder, size=(96, 64), on_failed=told.append)
+    hf.Pipeline.from_source(told_source).for_each(lambda i, f: None).run()
+    assert [Path(f["path"]).name for f in told] == ["broken.mp4"] and frames > 0

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
@@ -77,7 +78,8 @@ class VideoFiles(Source):
         on_error: a file that cannot be opened or read, or on whose frames a stage (the
             function of a ``map``) fails for good: ``"skip"`` lists it in :attr:`failed`
             (with the frames it gave before) and goes on; ``"fail"`` raises.
-        on_failed: called with each entry of :attr:`failed` as it is added.
+        on_failed: called with each entry of :attr:`failed` as it is added; where it is
+            not given, each is told in a warning that names it.
         file_timeout: read each input in a child process that is stopped when a read (the
             header, opening, or one batch) gives nothing for this many seconds: the input
             is listed as failed and the next is read in a fresh process, as is an input
@@ -398,6 +400,10 @@ class VideoFiles(Source):
         self.failed.append(failure)
         if self.on_failed is not None:
             self.on_failed(failure)
+        else:  # (a loop of the user's own would not know it lost the file's frames)
+            kept = f"; its first {frames} frames were given" if frames else ""
+            warnings.warn(f"{item.path!r} is left out ({reason}){kept}; on_error='fail' "
+                          "stops instead", stacklevel=2)  # fmt: skip
 
     def _close_sources(self) -> None:
         for source in self._sources.values():
