@@ -199,3 +199,26 @@ def test_a_broken_input_is_left_out_with_a_warning_or_fails(folder: Path, tmp_pa
         assert sum(len(b["frame"]) for b in loader) == 50
     with pytest.raises(hf.MediaError, match="truncated or damaged"):
         list(hf.VideoDataset(clips, size=(64, 48), fps=5, on_error="fail"))
+
+
+def test_each_worker_decodes_on_its_share_of_the_cores(monkeypatch, clip_path):
+    import hyperframes.io.dataset as dataset_module
+
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    real = dataset_module.open_item
+
+    def checked(item, **options):  # (in the loader's forked workers: a failure ends the epoch)
+        if options.get("threads") != share:
+            raise AssertionError(f"a worker's decoder took threads={options.get('threads')!r}")
+        return real(item, **options)
+
+    monkeypatch.setattr(dataset_module, "open_item", checked)
+    dataset = hf.VideoDataset(str(clip_path("bikes.mp4")), batch_size=16, size=(64, 32))
+    loader = DataLoader(dataset, batch_size=None, num_workers=2)
+    assert sum(len(batch["frames"]) for batch in loader) == 250
+    given = hf.VideoDataset(str(clip_path("bikes.mp4")), batch_size=16, size=(64, 32), threads=3)
+    batches = iter(DataLoader(given, batch_size=None, num_workers=2))
+    with pytest.raises(AssertionError, match="threads=3"):  # the user's choice wins
+        next(batches)
+    del batches
+    gc.collect()
