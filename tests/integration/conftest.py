@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,21 @@ def ray_cluster() -> Iterator[Any]:
     yield made
     ray.shutdown()
     made.shutdown()
+
+
+@pytest.fixture
+def idle_cluster(ray_cluster: Any) -> Any:
+    """The session's cluster once every CPU of it is free: a test that counts the nodes its
+    work spread over needs both (an earlier test's tasks may still be ending, and Ray's
+    SPREAD then puts every task on the node that is free)."""
+    import ray
+
+    deadline = time.monotonic() + 60
+    while ray.available_resources().get("CPU", 0) < ray.cluster_resources().get("CPU", 0):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the cluster's CPUs stayed busy for 60 s: {ray.available_resources()}")
+        time.sleep(0.1)
+    return ray_cluster
 
 
 @pytest.fixture

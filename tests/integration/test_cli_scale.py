@@ -216,7 +216,7 @@ def test_a_local_ray_the_command_starts_keeps_its_info_off_the_terminal(ray_clus
 
 
 @ray_only
-def test_render_chunks_equal_a_local_render(ray_cluster, scene, capsys):
+def test_render_chunks_equal_a_local_render(idle_cluster, scene, capsys):
     report = run_json(capsys, "render", f"{scene}:frame", "chunks.mkv", "--frames", "300",
                       "--size", "64x48", "--codec", "ffv1", "--chunks", "3",
                       "--report", "run.json", "--memory", "64MiB")  # fmt: skip

@@ -166,7 +166,7 @@ def frames_of(path: Path) -> list:
 
 
 def test_ray_runs_the_inputs_as_tasks_over_the_nodes(
-    ray_cluster, listed: Path, tmp_path: Path, capsys
+    idle_cluster, listed: Path, tmp_path: Path, capsys
 ):
     (listed / "01_stalled.mp4").unlink()
     for k in range(3):

@@ -231,7 +231,7 @@ def test_a_killed_job_leaves_nothing_and_resumes_to_the_same_table(
 
 @pytest.mark.ray
 def test_ray_spreads_the_runs_over_the_nodes_and_gives_the_same_table(
-    ray_cluster, folder: Path, capsys
+    idle_cluster, folder: Path, capsys
 ):
     code, _ = run(capsys, "clips", "spread_fn:brightness", "--out", "here.parquet")
     assert code == PARTIAL
