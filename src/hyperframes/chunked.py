@@ -69,6 +69,7 @@ from .io.beating import BEGUN, BUSY, POSITION, new_beat
 from .io.carry import Carry
 from .io.inputs import Input
 from .io.publish import check_output, host_name
+from .io.reader_process import FileStalled
 from .io.results import FORMATS as RESULTS
 from .io.results import format_of
 from .io.video_files import VideoFiles
@@ -593,8 +594,7 @@ def _given_up(
     """The input to make a segment again without, and why: the one a read ran past the
     timeout on, or the one a process died reading; ``None``: the segment failed."""
     if stalled_at is not None and stalled_at >= 0:
-        return stalled_at, (f"nothing came of it in {timeout:g} s (the file timeout): its "
-                            "read was stopped")  # fmt: skip
+        return stalled_at, str(FileStalled.after(timeout or 0))
     if isinstance(error, WorkerDied) and beat[BUSY] and beat[POSITION] >= 0:
         return int(beat[POSITION]), f"the process reading it stopped: {error}"
     return None

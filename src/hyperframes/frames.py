@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -120,6 +120,15 @@ class FrameSpec:
         return f"FrameSpec(shape={self.shape}, dtype={self.dtype})"
 
 
+class StageFailure(NamedTuple):
+    """A stage's failure for good on a frame of one input (see :attr:`Batch.failed`)."""
+
+    stage: str
+    error: Exception
+    input: int  # the frame's meta["input"]
+    frame: int  # its frame in that input (meta["input_frame"], else its id)
+
+
 @dataclass
 class Batch:
     """A handle to up to ``batch_size`` consecutive frames held in one pool slot.
@@ -133,9 +142,10 @@ class Batch:
         held: slots of earlier pools this batch still holds. A batch keeps every slot it
             took until it leaves the pipeline, so the source pool's slot count bounds the
             batches in flight everywhere, and no later pool can run dry (see ``runner``).
-        failed: ``(stage, error)`` where a stage failed for good on this batch of one
-            input's frames: the later stages pass it by, and the sink, in order, asks the
-            source whether the run goes on without that input (``Source.input_failed``).
+        failed: where a stage failed for good on a frame of one input: the batch holds
+            the frames before it (maybe none), which the later stages still take; the
+            sink writes them and then, in order, asks the source whether the run goes on
+            without that input (``Source.input_failed``).
     """
 
     seq: int
@@ -144,7 +154,7 @@ class Batch:
     slot: int
     meta: dict[str, np.ndarray] = field(default_factory=dict)
     held: tuple[tuple[FramePool, int], ...] = ()
-    failed: tuple[str, Exception] | None = None
+    failed: StageFailure | None = None
 
     @property
     def count(self) -> int:
@@ -157,9 +167,8 @@ class Batch:
 
     def moved_to(self, pool: FramePool, slot: int) -> Batch:
         """The same batch, now in ``slot`` of ``pool``; the old slot stays held."""
-        return Batch(
-            self.seq, self.index, pool, slot, self.meta, (*self.held, (self.pool, self.slot))
-        )
+        held = (*self.held, (self.pool, self.slot))
+        return Batch(self.seq, self.index, pool, slot, self.meta, held, self.failed)
 
     def one(self, j: int, pool: FramePool, slot: int) -> Batch:
         """Frame ``j`` of this batch as a batch of its own, held in ``slot`` of ``pool``

@@ -1,6 +1,7 @@
-"""A stage that fails on one input's frames: the sink meets the failure in order and asks
-the source (``Source.input_failed``) whether the run goes on without that input; every
-batch before the failing one is written whichever it answers, none of that input's after."""
+"""A stage that fails on one input's frames: the failing batch is tried frame by frame,
+the sink meets the failure in order and asks the source (``Source.input_failed``) whether
+the run goes on without that input; every frame before the failing one is written
+whichever it answers, none of that input's after, whatever the batch size."""
 
 from __future__ import annotations
 
@@ -74,12 +75,50 @@ def test_the_source_lists_the_input_and_the_run_goes_on_without_its_later_frames
         .to(sink)
         .run()
     )
-    assert sink.ids == list(range(48)) + list(range(80, 120))  # input 1 from its batch on
-    assert report.frames == 88
+    assert sink.ids == list(range(52)) + list(range(80, 120))  # input 1 from frame 52 on
+    assert report.frames == 92
     (failure,) = source.failures
-    assert (failure.input, failure.frame, failure.stage, failure.kept) == (1, 8, "model", 8)
-    assert failure.written == 48 and isinstance(failure.error, ValueError)
-    assert any("in stage 'model'" in note for note in failure.error.__notes__)
+    assert (failure.input, failure.frame, failure.stage, failure.kept) == (1, 12, "model", 12)
+    assert failure.written == 52 and isinstance(failure.error, ValueError)
+    assert any("frame 52 alone" in note for note in failure.error.__notes__)
+
+
+@pytest.mark.parametrize("batch_size", [1, 4, 16, 32])
+def test_what_a_failed_input_keeps_does_not_depend_on_the_batch_size(batch_size):
+    source, sink = Inputs(lists=True), Kept()
+    line = hf.Pipeline.from_source(source, batch_size=batch_size)
+    line.map(failing_at(61, []), workers=2, name="model").to(sink).run()
+    assert sink.ids == list(range(61)) + list(range(80, 120))
+    assert [(f.frame, f.kept) for f in source.failures] == [(21, 21)]
+
+
+def test_the_frames_before_a_failure_go_through_the_later_stages_the_earliest_failure_counts():
+    source, sink = Inputs(lists=True), Kept()
+
+    def answers(frames):
+        return [int(f[0, 0, 0]) * 10 for f in frames]
+
+    (
+        hf.Pipeline.from_source(source, batch_size=16)
+        .map(failing_at(60, []), name="first")
+        .map(failing_at(50, []), name="second")
+        .map(answers, into="tenfold")
+        .to(sink)
+        .run()
+    )
+    assert sink.ids == list(range(50)) + list(range(80, 120))
+    assert [(f.stage, f.frame) for f in source.failures] == [("second", 10)]
+
+
+def test_a_batch_whose_frames_all_pass_alone_goes_on_whole():
+    def fails_on_big_batches(frames):
+        if len(frames) > 4:
+            raise RuntimeError("too many at once")
+        return frames
+
+    source, sink = Inputs(lists=True), Kept()
+    hf.Pipeline.from_source(source, batch_size=8).map(fails_on_big_batches).to(sink).run()
+    assert sink.ids == list(range(120)) and not source.failures
 
 
 def test_a_source_that_does_not_list_it_fails_the_run_with_every_batch_before_written():
@@ -90,7 +129,7 @@ def test_a_source_that_does_not_list_it_fails_the_run_with_every_batch_before_wr
         )
         with pytest.raises(ValueError, match="cannot take frame 52"):
             pipeline.to(sink).run()
-        assert sink.ids == list(range(48))
+        assert sink.ids == list(range(52))
         assert len(source.failures) == 1
 
 

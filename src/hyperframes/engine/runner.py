@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import Cancelled, FramesFailed, StageError, as_run_error
 from ..executors import Executor, ThreadExecutor
-from ..frames import Batch, FramePool, FrameSpec
+from ..frames import Batch, FramePool, FrameSpec, StageFailure
 from ..io.base import InputFailure, Sink, Source
 from .channel import END, Channel
 from .faults import DeadLetters
@@ -252,21 +252,24 @@ class Runner:
                 outbox.close()
 
     def _step(self, run: StageRun, batch: Batch) -> list[Batch]:
-        if batch.failed is not None:  # failed in an earlier stage: the sink decides
+        failed = batch.failed  # an earlier stage's: the frames before it still go on
+        if failed is not None and not batch.count:
             return [batch]
         try:
-            return run.apply(batch, slots=self.slots, dead=self.dead)
+            out = run.apply(batch, slots=self.slots, dead=self.dead)
         except (FramesFailed, Cancelled):
             raise
         except Exception as exc:
             exc.add_note(f"in stage {run.name!r}, {batch.describe()}")
             if run.part is not None or not batch.count or "input" not in batch.meta:
                 raise
-            batch.failed = (run.name, exc)  # one input's frames: see Source.input_failed
-            return [batch]
+            out = [run.until_failure(batch, slots=self.slots)]  # see Source.input_failed
         except BaseException as exc:
             exc.add_note(f"in stage {run.name!r}, {batch.describe()}")
             raise
+        for result in out:  # a failure of this stage is at an earlier frame than failed
+            result.failed = result.failed or failed
+        return out
 
     # -- the caller's thread: the sink ---------------------------------------------------
 
@@ -380,8 +383,11 @@ class Runner:
                 self.hol_wait += t1 - t0
             for batch in self.reorder.push(item.seq, item):
                 batch.hand_over("sink")
-                if self._left_out(batch, delivered):
+                failed = batch.failed
+                if self._left_out(batch):
                     batch.release()
+                    if failed is not None and failed.input not in self._inputs_failed:
+                        self._input_failed(failed, delivered)
                     continue
                 if not self._sink_open:
                     self._open_sink(batch.pool.spec)
@@ -395,6 +401,8 @@ class Runner:
                     raise
                 delivered += batch.count
                 self.delivered = delivered
+                if failed is not None:  # the frames before the failure are written
+                    self._input_failed(failed, delivered)
                 if self.progress is not None:
                     elapsed = time.perf_counter() - start
                     notes = (calls_saved(self.runs), self.source.progress_note())
@@ -409,29 +417,30 @@ class Runner:
             self._open_sink(self._declared_spec())
         return delivered
 
-    def _left_out(self, batch: Batch, written: int) -> bool:
-        """Whether ``batch``, met in order, is left out: its input failed earlier, or a
-        stage failed on it and the source lists its input (else the stage's error is
-        raised here, every batch before it written)."""
-        if "input" not in batch.meta or not batch.count:
-            return False
-        k = int(batch.meta["input"][0])
+    def _left_out(self, batch: Batch) -> bool:
+        """Whether ``batch``, met in order, is left out (its input failed earlier)."""
+        inputs = batch.meta.get("input")
+        if inputs is None or not len(inputs):
+            return batch.failed is not None  # no frame before the failure
+        k = int(inputs[0])
         if k in self._inputs_failed:
             return True
-        if batch.failed is None:
-            kept = self._kept[1] if self._kept[0] == k else 0
-            self._kept = (k, kept + batch.count)
-            return False
-        stage, error = batch.failed
-        frames = batch.meta.get("input_frame", batch.index)
+        kept = self._kept[1] if self._kept[0] == k else 0
+        self._kept = (k, kept + batch.count)
+        return False
+
+    def _input_failed(self, failed: StageFailure, written: int) -> None:
+        """A stage failed on a frame of one input, every frame before it now written: the
+        source lists the input and the run goes on without its later frames, or the
+        stage's error is raised here."""
+        kept = self._kept[1] if self._kept[0] == failed.input else 0
         failure = InputFailure(
-            input=k, frame=int(frames[0]), stage=stage, error=error,
-            kept=self._kept[1] if self._kept[0] == k else 0, written=written,
+            input=failed.input, frame=failed.frame, stage=failed.stage, error=failed.error,
+            kept=kept, written=written,
         )  # fmt: skip
         if not self.source.input_failed(failure):
-            raise error
-        self._inputs_failed.add(k)
-        return True
+            raise failed.error
+        self._inputs_failed.add(failed.input)
 
     def snapshot(self) -> RunSnapshot:
         """The run's figures right now, for monitors (see :func:`.reporting.run_snapshot`)."""

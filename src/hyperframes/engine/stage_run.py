@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import Cancelled, StageError
 from ..executors import Executor, ThreadExecutor
-from ..frames import Batch, FramePool, FrameSpec
+from ..frames import Batch, FramePool, FrameSpec, StageFailure
 from .faults import DeadLetters, Retry
 from .stage import Decided, Stage, Strategy, Stream, Streamed
 
@@ -139,21 +139,56 @@ class StageRun:
         kept: list[int] = []
         parts: list[Any] = []
         for j in range(batch.count):
-            with self._scratch_for(batch.pool.spec, 1) as (pool, slot):
-                pool.view(slot)[0] = backup[j]
-                single = batch.one(j, pool, slot)
-                try:
-                    part = self._call_with_retries(single, backup[j : j + 1], policy)
-                except Exception as exc:
-                    exc.add_note(f"in stage {self.name!r}, frame {int(batch.index[j])} alone")
-                    dead.add(self.name, int(batch.index[j]), exc)
-                    continue
-                if isinstance(part, np.ndarray) and np.shares_memory(part, pool.view(slot)):
-                    part = part.copy()  # written in place: the slot goes to the next frame
+            try:
+                part = self._alone(batch, j, backup[j : j + 1], policy)
+            except Exception as exc:
+                dead.add(self.name, int(batch.index[j]), exc)
+                continue
             kept.append(j)
             parts.append(part)
         np.copyto(batch.frames, backup)
         batch.keep(kept)
+        return self._joined(parts, batch)
+
+    def until_failure(self, batch: Batch, *, slots: int) -> Batch:
+        """After this stage failed on ``batch``, a batch of one input's frames: its frames
+        tried one by one, in order. The frames before the first that fails go on with
+        their results, the batch marked failed there (:attr:`Batch.failed`); what a failed
+        input keeps is then the same whatever the batch size. Where every frame passes
+        alone, the whole batch goes on. A function that wrote its frames before failing
+        is tried on what it left, unless ``faults=`` (which keeps a backup) restored them.
+        """
+        policy = self.stage.faults or Retry(retries=0)
+        parts: list[Any] = []
+        failure = None
+        for j in range(batch.count):
+            frame = batch.frames[j : j + 1].copy()
+            try:
+                parts.append(self._alone(batch, j, frame, policy))
+            except Exception as exc:
+                at = batch.meta.get("input_frame", batch.index)[j]
+                failure = StageFailure(self.name, exc, int(batch.meta["input"][j]), int(at))
+                break
+        batch.keep(list(range(len(parts))))
+        landed = self._land(batch, self._joined(parts, batch), slots=slots)
+        landed.failed = failure
+        return landed
+
+    def _alone(self, batch: Batch, j: int, frame: np.ndarray, policy: Retry) -> Any:
+        """The results for frame ``j`` of ``batch`` alone (``frame``: its pixels to try)."""
+        with self._scratch_for(batch.pool.spec, 1) as (pool, slot):
+            pool.view(slot)[0] = frame[0]
+            try:
+                part = self._call_with_retries(batch.one(j, pool, slot), frame, policy)
+            except Exception as exc:
+                exc.add_note(f"in stage {self.name!r}, frame {int(batch.index[j])} alone")
+                raise
+            if isinstance(part, np.ndarray) and np.shares_memory(part, pool.view(slot)):
+                part = part.copy()  # written in place: the slot goes to the next frame
+        return part
+
+    def _joined(self, parts: list[Any], batch: Batch) -> Any:
+        """The results of frames tried alone, as one batch's results."""
         if self.into is not None:
             return [value for part in parts for value in _as_list(part, 1, self, batch)]
         if not parts:

@@ -107,14 +107,15 @@ class SourceFigures:
 
 @dataclass(frozen=True)
 class InputFailure:
-    """A stage's failure on a batch of one input's frames, as the sink meets it in order.
+    """A stage's failure on a frame of one input, as the sink meets it in order. The
+    failing batch was tried frame by frame: ``frame`` is the first that failed alone.
 
     Attributes:
-        input: the input (the batch's ``meta["input"]``).
-        frame: the input's frame the batch began at (``meta["input_frame"]``).
+        input: the input (the frame's ``meta["input"]``).
+        frame: the input's frame that failed (``meta["input_frame"]``, else its id).
         stage: the stage that failed.
-        error: what it raised (notes name the stage and batch).
-        kept: the input's frames written before the batch.
+        error: what it raised on that frame alone (notes name the stage and frame).
+        kept: the input's frames written before it.
         written: the frames the run has written in all.
     """
 
@@ -194,10 +195,10 @@ class Source(ABC):
     def input_failed(self, failure: InputFailure) -> bool:
         """A stage failed for good on frames of one of this source's inputs (frames whose
         ``meta["input"]`` names it): ``True`` lists the input as failed, and the run goes
-        on without its later frames (none of its frames from the failing batch on is
-        written); ``False`` (the default) fails the run with the stage's error. Called
-        from the sink's thread, in the frames' order, so every batch before the failing
-        one is written whatever the answer; the source may stop reading that input."""
+        on without its later frames (none from the failing frame on is written);
+        ``False`` (the default) fails the run with the stage's error. Called from the
+        sink's thread, in the frames' order, once every frame before the failing one is
+        written, whatever the answer; the source may stop reading that input."""
         return False
 
     def figures(self) -> SourceFigures:

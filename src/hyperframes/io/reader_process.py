@@ -37,6 +37,11 @@ HEADERS_AT_ONCE = 256
 class FileStalled(TimeoutError):
     """Reading an input gave no answer within the file timeout; its read was stopped."""
 
+    @classmethod
+    def after(cls, timeout: float) -> FileStalled:
+        """The error, in the words every way of running a job lists the input with."""
+        return cls(f"nothing came of it in {timeout:g} s (the file timeout): its read was stopped")
+
 
 class ReaderDied(ChildProcessError):
     """The process reading an input ended during the read (a crash in the decoder)."""
@@ -102,8 +107,7 @@ class ReaderProcess:
                 continue
             if None in got:  # stuck threads in the child: end it
                 self._end_child()
-            stalled = FileStalled(f"its header gave nothing in {self.timeout:g} s (the file "
-                                  "timeout): its read was stopped")  # fmt: skip
+            stalled = FileStalled.after(self.timeout)
             found += [stalled if f is None else f for f in got]
         return found
 
@@ -166,9 +170,7 @@ class ReaderProcess:
             return self._worker.call(op, *args, timeout=self.timeout + slack)
         except WorkerStalled:
             self._forget()
-            raise FileStalled(
-                f"nothing came of it in {self.timeout:g} s (the file timeout): its read was stopped"
-            ) from None
+            raise FileStalled.after(self.timeout) from None
         except WorkerDied as exc:
             self._forget()
             raise ReaderDied(f"the process reading it stopped: {exc}") from None
