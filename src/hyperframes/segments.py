@@ -125,6 +125,7 @@ class FilesJob:
         does not reach across files), every frame of it kept; with ``beat``, its reads
         are told there (see :class:`~.io.beating.BeatingFiles`)."""
         from .io.beating import BeatingFiles
+        from .io.video_files import FAULT_AFTER
 
         skipped = {k for k, _ in self.given_up}
         chosen = [k for k in range(*segment) if k not in skipped]
@@ -132,9 +133,10 @@ class FilesJob:
         try:
             if not chosen:
                 raise ValueError("no input is left to read")
+            first = min(FAULT_AFTER, len(self.inputs)) if segment[0] == 0 else None
             source: Source = BeatingFiles(
                 [self.inputs[k] for k in chosen], positions=chosen, beat=beat, threads=cpus,
-                on_failed=failed.append, **self.options,
+                fault_after=first, on_failed=failed.append, **self.options,
             )  # fmt: skip
         except ValueError:
             if len(failed) < len(chosen):

@@ -17,11 +17,13 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from _processes import Leftovers, marked, reading  # this folder's helper
 
 import hyperframes as hf
+from hyperframes import Pipeline, ResultsSink
 from hyperframes.chunked import run_files
 from hyperframes.cli import main
 from hyperframes.cli.many import PARTIAL
@@ -39,6 +41,12 @@ def fails_on_dark(frames):
     return [1.0 for f in frames]
 def bug(frames):
     return frames.no_such_thing
+def fails_on_black(frames):
+    if any(f.max() < 20 for f in frames):
+        raise RuntimeError("nothing to see")
+    return [float(f.mean()) for f in frames]
+def build_black(pipeline):
+    return pipeline.map(fails_on_black, into="value")
 """
 SIZE = "96x64"
 
@@ -155,6 +163,32 @@ def test_a_function_that_fails_on_every_file_stops_the_job_in_one_line(folder: P
     assert all("first 3 inputs and answered no frame" in found[0] for found in lines)
     assert "segment 0 (inputs 0-" in lines[1][0]  # which inputs' run it was
     assert left() == []
+
+
+def test_only_the_jobs_first_inputs_count_towards_a_fault_in_the_function(
+    folder: Path, tmp_path: Path, clip_path, make_video
+):
+    """The function fails on every frame of the last three inputs, which begin the second
+    run side by side: they are listed as one process lists them; the job goes on."""
+    from spread_fn import build_black as build
+
+    dark = np.zeros((20, 64, 96, 3), np.uint8)
+    paths = [shutil.copy(clip_path("carphone_pristine.mp4"), f"a{k}.mp4") for k in range(3)]
+    paths += [str(make_video(tmp_path / f"b{k}.mp4", dark)) for k in range(3)]
+    options = {"size": (96, 64)}
+    whole = Pipeline.from_source(hf.VideoFiles(paths, on_failed=lambda f: None, **options))
+    build(whole).to(ResultsSink("here.parquet", values=["value"])).run()
+    report = run_files(paths, "spread.parquet", build, executor="processes", workers=2,
+                       segments=2, source_options=options)  # fmt: skip
+    assert [Path(f["path"]).name for f in report.extra["source"]["failed"]] == [
+        "b0.mp4", "b1.mp4", "b2.mp4"]  # fmt: skip
+    assert pq.read_table("spread.parquet").equals(pq.read_table("here.parquet"))
+    assert len(pq.read_table("here.parquet")) == 3 * 120
+    failed: list[dict] = []  # a job resumed at them: they are not the job's first either
+    resumed = hf.VideoFiles(paths, on_failed=failed.append, **options)
+    resumed.resume_after(3, -1, 360)
+    assert build(Pipeline.from_source(resumed)).to(hf.ResultsSink("more.jsonl")).run().frames == 0
+    assert [Path(f["path"]).name for f in failed] == ["b0.mp4", "b1.mp4", "b2.mp4"]
 
 
 def test_fail_fast_stops_the_job_in_one_line(folder: Path, capsys):

@@ -37,14 +37,19 @@ def new_beat(memory: Any) -> np.ndarray:
 
 class BeatingFiles(VideoFiles):
     """:class:`~.video_files.VideoFiles` whose reads are told in ``beat`` (``None``: not
-    told): ``positions`` are the inputs' positions in the job (what ``beat`` says)."""
+    told): ``positions`` are the inputs' positions in the job (what ``beat`` says), and
+    ``fault_after`` the count of failed first inputs that stops the run (``None``: a
+    run not at the job's start, where the failed inputs are not the job's first; see
+    :data:`~.video_files.FAULT_AFTER`)."""
 
     def __init__(
-        self, inputs: list[Any], *, positions: list[int], beat: np.ndarray | None, **options: Any
-    ) -> None:
+        self, inputs: list[Any], *, positions: list[int], beat: np.ndarray | None,
+        fault_after: int | None, **options: Any,
+    ) -> None:  # fmt: skip
         self._beat, self._positions, self._depth = beat, positions, 0
         with self._busy():
             super().__init__(inputs, **options)
+        self._fault_after = fault_after
 
     @contextlib.contextmanager
     def _busy(self) -> Iterator[None]:

@@ -56,9 +56,10 @@ OnError = Literal["skip", "fail"]
 READ_ERRORS = (MediaError, OSError, ValueError, EOFError)
 """What a file that cannot be read raises (PyAV's errors are ``OSError``\\ s)."""
 FAULT_AFTER = 3
-"""A function that fails on this many inputs before it has answered any frame fails the
-run: listing every file for a bug in the function would cost the whole job's reads and
-say nothing."""
+"""A function that fails on the job's first inputs, this many (or all where fewer), having
+answered no frame, fails the run: listing every file for a bug in the function would
+cost the whole job's reads and say nothing. Only a job's first inputs count: not a
+resumed job's, nor a side-by-side run's but the first."""
 
 
 class VideoFiles(Source):
@@ -135,6 +136,7 @@ class VideoFiles(Source):
         self._reader = None if file_timeout is None else ReaderProcess(file_timeout)
         self.rate = rate
         self._resume: tuple[int, int, int, int | None] | None = None
+        self._fault_after: int | None = min(FAULT_AFTER, len(self.inputs))  # (the job's first)
         sampling: dict[str, Any] = {"keyframes": keyframes, "fps": fps, "at": at,
                                     "num_frames": num_frames}  # fmt: skip
         self._options: dict[str, Any] = (
@@ -362,7 +364,8 @@ class VideoFiles(Source):
             )
             return False
         self._stage_failures += 1
-        if not failure.written and self._stage_failures >= min(FAULT_AFTER, len(self.inputs)):
+        guard = None if self._resume is not None else self._fault_after
+        if guard is not None and not failure.written and self._stage_failures >= guard:
             error.add_note(
                 f"stage {failure.stage!r} failed on each of the first {self._stage_failures} "
                 "inputs and answered no frame: a fault in it, not in the files"
