@@ -88,6 +88,7 @@ from .segments import (
     join,
     plan_segments,
     prepare,
+    segments_folder,
     process_segment,
     video_frames,
 )  # fmt: skip
@@ -290,7 +291,9 @@ def run_files(
     if job.options.get("size") is None:  # each run would check only its own inputs
         VideoFiles(items, on_failed=lambda f: None, **job.options).close()  # (refused: frames
         # of several sizes; the inputs that fail are listed by the runs that read them)
-    facts = {"inputs": inputs_record(items), "source options": repr(sorted(job.options.items()))}
+    rows = {k: v for k, v in job.options.items() if k not in ("on_error", "file_timeout")}
+    facts = {"inputs": inputs_record(items), "source options": repr(sorted(rows.items()))}
+    # (how failures are met is not the job: a run stopped by one goes on without it)
     span = (0, len(items))
     return _run(job, output, build, span, len(items), None, lambda k: 0.0, facts, None,
                 record=record, **options)  # fmt: skip
@@ -340,32 +343,38 @@ def _run(
                          "without window= (or read each input on its own)")  # fmt: skip
     local = isinstance(executor, str)
     side_by_side = local and files and executor == "processes"
+    wanted: Callable[[int], int]  # how many segments for a span of so many frames (inputs)
     if side_by_side:  # a process per worker, each making segment after segment
-        workers = workers or len(os.sched_getaffinity(0))
+        slots = workers = workers or len(os.sched_getaffinity(0))
         cpus_per_segment, cluster_cpus = 1, float(workers)
-        wanted = segments or files_segments(span[1] - span[0], workers)
+        wanted = lambda n: segments or files_segments(n, slots)  # noqa: E731
     elif local:  # one segment after another on this machine, each with every worker
         cpus_per_segment = workers or 1
         cluster_cpus = float(cpus_per_segment)
-        wanted = segments or local_segments(span[1] - span[0])
+        wanted = lambda n: segments or local_segments(n)  # noqa: E731
     else:
         ray = (executor or RayExecutor()).ray  # type: ignore[union-attr]
         check_shippable(ray, build, "the build function")
         check_shippable(ray, job, "the job (a render's function, or inputs' options)")
         cluster_cpus = float(ray.cluster_resources().get("CPU", 1))
         slots = max(1, int(cluster_cpus // cpus_per_segment))
-        wanted = segments or (
-            files_segments(span[1] - span[0], slots) if files
-            else auto_segments(span[1] - span[0], cluster_cpus, cpus_per_segment)
+        wanted = lambda n: segments or (  # noqa: E731
+            files_segments(n, slots) if files
+            else auto_segments(n, cluster_cpus, cpus_per_segment)
         )  # fmt: skip
     sink = repr(sorted(sink_options.items()))
     facts |= {"build": code_identity(build), "halo": list(halo), "sink": sink}
-    folder = Path(work_dir) if work_dir else target.with_name(f".{target.name}.segments")
+    folder = Path(work_dir) if work_dir else segments_folder(target)
     folder = folder.resolve()  # the tasks' working folders are not the driver's
     if overwrite and folder.is_dir():  # overwrite reuses nothing an earlier run kept
         shutil.rmtree(folder)
-    cut = plan_segments(*span, wanted, cuts)
-    plan = prepare(folder, facts, cut, fixed=bool(segments), strict=local and resume)
+    cut = plan_segments(*span, wanted(span[1] - span[0]), cuts)
+
+    def grow(start: int) -> list[tuple[int, int]]:  # the segments of inputs added since
+        return plan_segments(start, span[1], wanted(span[1] - start))
+
+    plan = prepare(folder, facts, cut, fixed=bool(segments), strict=local and resume,
+                   grow=grow if files and resume else None)  # fmt: skip
     parts = [folder / f"segment-{k:05d}{target.suffix}" for k in range(len(plan))]
     todo = [k for k, part in enumerate(parts) if not segment_ok(part)]
     if todo and len(todo) < len(plan) and not resume:

@@ -348,16 +348,41 @@ def _segment_sink(part: str, sink_options: dict[str, Any], cpus: int) -> VideoSi
 # -- keeping and joining --------------------------------------------------------------------
 
 
+def segments_folder(output: Path) -> Path:
+    """Where a segmented run into ``output`` keeps its segments until the join."""
+    return output.with_name(f".{output.name}.segments")
+
+
+def kept_job(output: Path) -> dict[str, Any] | None:
+    """The job an interrupted segmented run into ``output`` recorded (``None``: none)."""
+    try:
+        job = json.loads((segments_folder(output) / "manifest.json").read_text()).get("job")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return job if isinstance(job, dict) else None
+
+
+FACTS = {"inputs": "the inputs", "build": "the function's code", "render": "the render's code",
+         "source options": "the reading options", "sink": "the encoder options",
+         "halo": "the window", "source": "the input", "size": "the input's bytes",
+         "mtime_ns": "the input's time", "range": "the frames", "count": "the frames",
+         "fps": "the frame rate"}  # fmt: skip
+"""What each of a job's facts is, in the words a refused resume names it by."""
+
+
 def prepare(
     folder: Path, facts: dict[str, Any], plan: list[tuple[int, int]], *, fixed: bool,
-    strict: bool = False,
+    strict: bool = False, grow: Callable[[int], list[tuple[int, int]]] | None = None,
 ) -> list[tuple[int, int]]:  # fmt: skip
     """The segments to make: the folder's own plan when it holds the same job (and no
-    number of segments was asked for), else ``plan`` in an emptied folder.
+    number of segments was asked for), else ``plan`` in an emptied folder. With ``grow``
+    (a resume that may take new inputs), a job over inputs that extend the kept job's
+    keeps its plan and takes ``grow(kept inputs)``, the segments of the inputs added.
 
     Raises:
         HyperframesError: ``strict`` (a resume was asked for) and the folder holds finished
-            segments of another job, which an emptied folder would lose.
+            segments of another job, which an emptied folder would lose; the line names
+            what differs.
     """
     path = folder / "manifest.json"
     if folder.exists():
@@ -365,15 +390,21 @@ def prepare(
             manifest = json.loads(path.read_text())
         except (OSError, ValueError):
             manifest = {}
-        kept = [tuple(s) for s in manifest.get("segments", [])]
-        if manifest.get("job") == facts and kept and (not fixed or len(kept) == len(plan)):
-            return [(int(a), int(b)) for a, b in kept]
+        kept = [(int(a), int(b)) for a, b in manifest.get("segments", [])]
+        then = manifest.get("job") or {}
+        if then == facts and kept and (not fixed or len(kept) == len(plan)):
+            return kept
+        if kept and grow is not None and _grown(then, facts):
+            plan = kept + grow(len(then["inputs"]))
+            write_output(path, json.dumps({"job": facts, "segments": plan}), overwrite=True)
+            return plan
         if strict and any(folder.glob("segment-*.json")):
+            differ = [FACTS.get(k, k) for k in sorted(set(then) | set(facts))
+                      if then.get(k) != facts.get(k)] or ["the count of segments"]  # fmt: skip
             raise HyperframesError(
-                f"the segments kept in {str(folder)!r} were made by another job (the "
-                "function's code, the frames, size, rate or encoder options differ), so "
-                "there is nothing to resume; rerun without resume=True to start over "
-                "(it removes them)"
+                f"the segments kept in {str(folder)!r} were made by another job (changed "
+                f"since: {', '.join(dict.fromkeys(differ))}), so there is nothing to resume; "
+                "rerun without resume=True to start over (it removes them)"
             )
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -381,6 +412,17 @@ def prepare(
         path, json.dumps({"job": facts, "segments": [list(s) for s in plan]}), overwrite=True
     )
     return plan
+
+
+def _grown(then: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether job ``now`` is job ``then`` over more inputs, added after its own."""
+    before, after = then.get("inputs"), now.get("inputs")
+    if not isinstance(before, list) or not isinstance(after, list):
+        return False
+    same = {k: v for k, v in then.items() if k != "inputs"} == {
+        k: v for k, v in now.items() if k != "inputs"
+    }
+    return same and len(after) > len(before) and after[: len(before)] == before
 
 
 class Tally:

@@ -45,6 +45,10 @@ def fails_on_black(frames):
     if any(f.max() < 20 for f in frames):
         raise RuntimeError("nothing to see")
     return [float(f.mean()) for f in frames]
+def answers_unless_told(frames):
+    if os.path.exists("stop") and any(float(f.mean()) < 70 for f in frames):
+        raise RuntimeError("told to stop")
+    return [round(float(f.mean()), 6) for f in frames]
 def build_black(pipeline):
     return pipeline.map(fails_on_black, into="value")
 """
@@ -214,11 +218,34 @@ def test_frames_of_several_sizes_are_refused_before_any_work_as_in_one_process(
     assert not (tmp_path / ".rows.parquet.segments").exists()
 
 
-def test_add_new_is_refused_in_one_line(folder: Path, capsys):
-    code = main(["map", "clips", "spread_fn:brightness", "--out", "rows.parquet", "--resume",
-                 "--add-new", "--executor", "processes"])  # fmt: skip
-    assert code == 2
-    assert "--add-new" in capsys.readouterr().err
+def test_a_stopped_job_resumes_and_takes_the_inputs_added_since_after_the_others(
+    folder: Path, tmp_path: Path, clip_path, capsys
+):
+    for path in folder.iterdir():  # six carphones, then one bikes in the last run
+        if "carphone" not in path.name:
+            path.unlink()
+    shutil.copy(clip_path("bikes.mp4"), folder / "zz_bikes.mp4")
+    spread = ["--size", SIZE, "--executor", "processes", "--workers", "2"]
+    (tmp_path / "stop").touch()  # the function fails on bikes' dark frames while it is there
+    job = ["map", "clips", "spread_fn:answers_unless_told", "--out", "rows.parquet", *spread]
+    assert main([*job, "--fail-fast"]) == 1 and not Path("rows.parquet").exists()
+    (tmp_path / "stop").unlink()
+    shutil.copy(clip_path("carphone_pristine.mp4"), folder / "02b_carphone.mp4")
+    capsys.readouterr()
+    assert main([*job, "--resume"]) == 1  # not without --add-new
+    assert "1 added (02b_carphone.mp4)" in capsys.readouterr().err
+    assert main([*job, "--resume", "--add-new", "--size", "64x48"]) == 1  # other frames
+    assert "the reading options), so there is nothing to resume" in capsys.readouterr().err
+    assert list(Path(".rows.parquet.segments").glob("segment-*.json"))  # runs kept
+    code, report = run(capsys, *job[1:], "--resume", "--add-new")
+    assert code == 0 and report["extra"]["chunks"]["reused"] >= 1
+    assert main(["map", "clips", "spread_fn:answers_unless_told", "--out", "whole.parquet",
+                 "--size", SIZE]) == 0  # fmt: skip
+    rows, whole = pq.read_table("rows.parquet"), pq.read_table("whole.parquet")
+    names = [Path(p).name for p in dict.fromkeys(rows.column("path").to_pylist())]
+    assert names[-1] == "02b_carphone.mp4" and names[:-1] == sorted(names[:-1])
+    assert sorted(names) == [Path(p).name for p in dict.fromkeys(whole.column("path").to_pylist())]
+    assert sorted(rows.to_pylist(), key=str) == sorted(whole.to_pylist(), key=str)
 
 
 def test_a_window_is_refused_before_any_work(folder: Path):

@@ -175,7 +175,7 @@ def test_resume_refuses_segments_of_another_job(tmp_path):
     got = subprocess.run([*command, "--resume"], cwd=tmp_path, env=env, text=True,
                          capture_output=True)  # fmt: skip
     assert got.returncode == 1
-    assert "were made by another job" in got.stderr, got.stderr
+    assert "were made by another job (changed since: the render's code)" in got.stderr
     assert "rerun without --resume to start over" in got.stderr, got.stderr
     assert (tmp_path / ".out.mkv.segments" / "segment-00000.mkv.json").exists()
     fresh = subprocess.run(command, cwd=tmp_path, env=env, text=True, capture_output=True)

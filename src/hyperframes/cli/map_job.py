@@ -147,16 +147,14 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
         if given:
             why = "a manifest's start and stop columns" if flag == "--start/--stop" else "one"
             raise UsageError(f"{flag} takes one input for now (many: use {why}); drop {flag}")
-    if args.add_new and args.scale.executor in SPREAD:
-        raise UsageError(f"--add-new takes the inputs read in one process for now; drop "
-                         f"--executor {args.scale.executor}, or --add-new")  # fmt: skip
     out = Path(args.out)
     inputs, state = expand(args.input), None
     refuse_rate(args.rate, inputs)
-    recorded = None if args.scale.executor in SPREAD or not args.resume else recorded_inputs(out)
+    spread = args.scale.executor in SPREAD
+    recorded = recorded_inputs(out, spread=spread) if args.resume else None
     if recorded is not None:  # the interrupted job's inputs, in its order
         inputs = resumed_order(recorded, inputs, add_new=args.add_new)
-        state = resume_state(out)
+        state = None if spread else resume_state(out)
     job = {
         "inputs": inputs_record(inputs),
         "function": code_identity(fn),
@@ -169,7 +167,7 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
             raise UsageError(f"{str(out)!r} is complete; --add-new continues an unfinished job: "
                              "write the new inputs' rows to another --out")  # fmt: skip
         return _finished(out, job)
-    if args.scale.executor in SPREAD:
+    if spread:
         return _run_spread(args, fn, build, inputs, out, job)
     at = state["input"] if state and "input" in state else 0
     kept = [f for f in Failures.read(args.failures, out) if f["path"] in
@@ -245,10 +243,15 @@ def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     return {n: getattr(args, n) for n in names if getattr(args, n) != before[n]}
 
 
-def recorded_inputs(out: Path) -> list[dict[str, Any]] | None:
-    """The inputs an interrupted job over many recorded (``None``: no such job left)."""
+def recorded_inputs(out: Path, *, spread: bool) -> list[dict[str, Any]] | None:
+    """The inputs an interrupted job over many recorded, in one process or ``spread``
+    side by side (``None``: no such job left)."""
     from ..io.results import JOB_FILE, parts_folder
+    from ..segments import kept_job
 
+    if spread:
+        recorded = (kept_job(out) or {}).get("inputs")
+        return recorded if isinstance(recorded, list) else None
     try:
         recorded = json.loads((parts_folder(out) / JOB_FILE).read_text()).get("inputs")
     except (OSError, ValueError, AttributeError):
