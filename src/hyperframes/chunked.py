@@ -88,8 +88,8 @@ from .segments import (
     join,
     plan_segments,
     prepare,
-    segments_folder,
     process_segment,
+    segments_folder,
     video_frames,
 )  # fmt: skip
 
