@@ -23,6 +23,15 @@ from torch.utils.data import DataLoader  # noqa: E402
 import hyperframes as hf  # noqa: E402
 
 
+def data_loader(dataset, **options) -> DataLoader:
+    """A ``DataLoader`` whose workers start from a fork server: forked from this test
+    process (Ray's threads, earlier tests' threads), a worker can hang on a lock one of
+    them held at the fork (seen once, in torch's seeding)."""
+    if options.get("num_workers"):
+        options.setdefault("multiprocessing_context", "forkserver")
+    return DataLoader(dataset, **options)
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory, clip_path) -> Path:
     here = tmp_path_factory.mktemp("dataset") / "clips"
@@ -33,7 +42,7 @@ def folder(tmp_path_factory, clip_path) -> Path:
 
 
 def seen(dataset: hf.VideoDataset, workers: int) -> list[tuple[str, int]]:
-    loader = DataLoader(dataset, batch_size=8, num_workers=workers)
+    loader = data_loader(dataset, batch_size=8, num_workers=workers)
     found = []
     for batch in loader:
         found += [(Path(p).name, int(f)) for p, f in zip(batch["path"], batch["frame"],
@@ -91,7 +100,7 @@ def test_an_input_that_does_not_count_its_frames_is_read_whole(matroska, workers
     once, not left out for want of a count."""
     found = seen(hf.VideoDataset(matroska, size=(64, 48)), workers=workers)
     assert sorted(f for _, f in found) == list(range(250))
-    clips = DataLoader(hf.VideoDataset(matroska, clip=8, size=(64, 48)), batch_size=4)
+    clips = data_loader(hf.VideoDataset(matroska, clip=8, size=(64, 48)), batch_size=4)
     starts = [int(f) for batch in clips for f in batch["frame"]]
     assert starts == list(range(0, 248, 8))  # 31 whole clips; the last 2 frames make none
 
@@ -101,7 +110,7 @@ def test_clips_and_a_sampling_are_shared_out_once(folder: Path) -> None:
     for rank in (0, 1):
         dataset = hf.VideoDataset(folder / "bikes.mp4", clip=4, fps=10, size=(64, 48),
                                   rank=rank, world_size=2)  # fmt: skip
-        loader = DataLoader(dataset, batch_size=2, num_workers=2)
+        loader = data_loader(dataset, batch_size=2, num_workers=2)
         for batch in loader:
             assert batch["frames"].shape[1:] == (4, 3, 48, 64)
             found += batch["frame"].tolist()
@@ -122,7 +131,7 @@ def test_whole_batches_through_shared_memory_are_every_sample_once(folder: Path,
     for rank in (0, 1):
         dataset = hf.VideoDataset(folder, size=(64, 48), rank=rank, world_size=2, clip=clip,
                                   batch_size=16)  # fmt: skip
-        for batch in DataLoader(dataset, batch_size=None, num_workers=2):
+        for batch in data_loader(dataset, batch_size=None, num_workers=2):
             n = len(batch["frame"])
             assert batch["frames"].shape == ((n, 3, 48, 64) if clip == 1 else (n, clip, 3, 48, 64))
             assert 1 <= n <= 16 and batch["time"].shape == (n,)
@@ -162,7 +171,7 @@ def shared_memory() -> set[str]:
 
 def test_a_loader_deleted_mid_epoch_leaves_nothing_behind(folder: Path) -> None:
     before_shm, before_threads = shared_memory(), set(threading.enumerate())
-    loader = DataLoader(hf.VideoDataset(folder, fps=5), batch_size=4, num_workers=2)
+    loader = data_loader(hf.VideoDataset(folder, fps=5), batch_size=4, num_workers=2)
     batches = iter(loader)
     for _ in range(3):
         assert next(batches)["frames"].dtype == torch.uint8
@@ -192,7 +201,7 @@ def test_a_broken_input_is_left_out_with_a_warning_or_fails(folder: Path, tmp_pa
     with pytest.warns(UserWarning, match="broken.mp4' is left out of this epoch"):
         got = [s["frame"] for s in hf.VideoDataset(clips, size=(64, 48), fps=5)]
     assert got == list(range(0, 250, 5))  # bikes' frames, all of them
-    loader = DataLoader(hf.VideoDataset(clips, size=(64, 48), fps=5), batch_size=8,
+    loader = data_loader(hf.VideoDataset(clips, size=(64, 48), fps=5), batch_size=8,
                         num_workers=2)  # fmt: skip
     with warnings.catch_warnings():  # (the workers, forked here, warn on their stderr)
         warnings.simplefilter("ignore")
@@ -214,10 +223,11 @@ def test_each_worker_decodes_on_its_share_of_the_cores(monkeypatch, clip_path):
 
     monkeypatch.setattr(dataset_module, "open_item", checked)
     dataset = hf.VideoDataset(str(clip_path("bikes.mp4")), batch_size=16, size=(64, 32))
-    loader = DataLoader(dataset, batch_size=None, num_workers=2)
+    forked = {"batch_size": None, "num_workers": 2, "multiprocessing_context": "fork"}
+    loader = data_loader(dataset, **forked)  # (forked: the workers see the patch)
     assert sum(len(batch["frames"]) for batch in loader) == 250
     given = hf.VideoDataset(str(clip_path("bikes.mp4")), batch_size=16, size=(64, 32), threads=3)
-    batches = iter(DataLoader(given, batch_size=None, num_workers=2))
+    batches = iter(data_loader(given, **forked))
     with pytest.raises(AssertionError, match="threads=3"):  # the user's choice wins
         next(batches)
     del batches
