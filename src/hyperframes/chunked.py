@@ -65,10 +65,10 @@ from .executors.ray import RayExecutor, check_shippable, node_id
 from .executors.worker import SharedBlocks, Worker, WorkerDied
 from .frames import FrameSpec
 from .identity import code_identity, segment_ok, segment_record
-from .io.beating import BEGUN, BUSY, POSITION, new_beat
 from .io.carry import Carry
 from .io.inputs import Input
 from .io.publish import check_output, host_name
+from .io.pulse import BEAT_BYTES, BEGUN, BUSY, POSITION, new_beat
 from .io.reader_process import FileStalled
 from .io.results import FORMATS as RESULTS
 from .io.results import format_of
@@ -586,9 +586,8 @@ def _run_side_by_side(
         _raise_first(failed, plan, folder, job)
 
 
-BEAT_BYTES, GUARD_S = 24, 0.25
-"""A beat's size (:func:`~.io.beating.new_beat`), and how often the guard of
-:func:`_run_side_by_side` looks at the beats."""
+GUARD_S = 0.25
+"""How often the guard of :func:`_run_side_by_side` looks at the beats."""
 
 
 def _watched_segment(beat: np.ndarray, *args: Any) -> dict[str, Any]:

@@ -208,3 +208,18 @@ def test_side_by_side_a_bar_counts_the_files(listed: Path):
     lines = [line for line in drawn.getvalue().split("\r\x1b[2K") if line.strip()]
     assert [line.split("file ")[1].split()[0] for line in lines] == ["1/3", "2/3", "3/3"]
     assert "bottleneck" not in drawn.getvalue() and drawn.getvalue().endswith("\n")
+
+
+def test_on_ray_a_hanging_file_is_listed_after_the_timeout(
+    idle_cluster, listed: Path, tmp_path: Path, capsys
+):
+    began = time.monotonic()
+    argv = [*COMMANDS["transcode"], "--executor", "ray", "--file-timeout", "2", "--json"]
+    assert main(argv) == PARTIAL
+    assert time.monotonic() - began < 120
+    summary = rows_of(capsys.readouterr().out)[0]
+    failed = {Path(f["path"]).name: f["reason"] for f in summary["failed"]}
+    assert sorted(failed) == ["01_stalled.mp4", "03_damaged.mp4"]
+    assert "(the file timeout)" in failed["01_stalled.mp4"]
+    assert [Path(o["path"]).name for o in summary["outputs"]] == ["00_bikes.mp4", "02_carphone.mp4"]
+    assert partials(tmp_path / "out") == []

@@ -102,3 +102,36 @@ def test_a_call_that_does_nothing_is_stopped_and_one_that_works_is_not():
     assert total == sum(range(60_000_000)) and time.monotonic() - began > 0.3
     worker.close()
     assert activity(pid) is None
+
+
+def spin(beat, seconds: float, in_a_read: bool) -> str:
+    """Burn CPU for ``seconds``, inside a read told in ``beat`` or outside any."""
+    import contextlib
+
+    from hyperframes.io.pulse import reading, tell_reads
+
+    tell_reads(beat)
+    end = time.monotonic() + seconds
+    with reading() if in_a_read else contextlib.nullcontext():
+        while time.monotonic() < end:
+            pass
+    return "spun"
+
+
+def test_a_read_that_runs_past_the_limit_is_stopped_though_it_burns_cpu():
+    from hyperframes.executors.idle import WorkerIdle, call_until_idle
+    from hyperframes.io.pulse import BEAT_BYTES, new_beat, read_state
+
+    blocks = SharedBlocks()
+    beat = new_beat(blocks.create(BEAT_BYTES))
+    looping = Worker(spin, name="hf-test-loop")
+    began = time.monotonic()
+    with pytest.raises(WorkerIdle, match="nothing came of it in 1 s"):  # a decoder's loop
+        call_until_idle(looping, beat, 60, True, idle=1.0, reads=lambda: read_state(beat))
+    assert time.monotonic() - began < 10 and looping.pid is None
+    beat[:] = (-1, 0, 0)  # (the stopped one died inside its read)
+    working = Worker(spin, name="hf-test-work")  # as long, outside a read: left to finish
+    assert call_until_idle(working, beat, 1.5, False, idle=0.5,
+                           reads=lambda: read_state(beat)) == "spun"  # fmt: skip
+    working.close()
+    blocks.unlink_all()

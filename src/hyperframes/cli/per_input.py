@@ -52,12 +52,12 @@ def each(
     process, watched (see the module); ``written(input)``: the output it writes;
     ``workers``: that many side by side (in worker processes, watched where
     ``file_timeout`` is given); ``ray``: Ray's module, each a task on the cluster (one
-    CPU, spread over the nodes; not watched); ``bar``: the files and frames done as each
+    CPU, spread over the nodes; watched there alike); ``bar``: the files and frames done as each
     job ends, side by side or on Ray (one after the other, each job draws its own)."""
     outcomes: Generator[Done]  # (closed below: one's worker process ends with it)
     tally = _Tally(len(inputs), bar)
     if ray is not None:
-        outcomes = (made for made in _on_ray(inputs, run, ray, tally))
+        outcomes = (made for made in _on_ray(inputs, run, ray, tally, file_timeout, written))
     elif workers > 1:
         side = _side_by_side(inputs, run, workers, file_timeout, written, fail_fast, tally)
         outcomes = (made for made in side)
@@ -227,14 +227,18 @@ def _side_by_side(
     return ready
 
 
-def _on_ray(inputs: list[Any], run: Run, ray: Any, tally: _Tally) -> list[Done]:
+def _on_ray(
+    inputs: list[Any], run: Run, ray: Any, tally: _Tally, timeout: float | None,
+    written: Callable[[Any], Path] | None,
+) -> list[Done]:  # fmt: skip
     """Every input's outcome, its job a Ray task (one CPU, spread over the nodes, not
-    retried: a task whose process dies fails its input); interrupted, or where a job
-    raises, the tasks still out are cancelled."""
+    retried: a task whose process dies fails its input), watched there as on this machine
+    where ``timeout`` is given; interrupted, or where a job raises, the tasks still out
+    are cancelled."""
     task = ray.remote(timed_run_one).options(
         num_cpus=1, scheduling_strategy="SPREAD", max_retries=0
     )
-    refs = [task.remote(run, item) for item in inputs]
+    refs = [task.remote(run, item, timeout, written) for item in inputs]
     made: list[Done] = []
     try:
         for item, ref in zip(inputs, refs, strict=True):
@@ -255,25 +259,39 @@ def _on_ray(inputs: list[Any], run: Run, ray: Any, tally: _Tally) -> list[Done]:
     return made
 
 
-def timed_run_one(run: Run, item: Any) -> tuple[str, Any, float]:
-    """:func:`run_one` in a Ray task: what it gave (a row also says the node it ran on),
-    and the seconds it took."""
+def timed_run_one(
+    run: Run, item: Any, timeout: float | None = None,
+    written: Callable[[Any], Path] | None = None,
+) -> tuple[str, Any, float]:  # fmt: skip
+    """:func:`run_one` in a Ray task, in a worker process of the task's watched for
+    ``timeout`` where it is given (:class:`Watched`): what it gave (a row also says the
+    node it ran on), and the seconds it took."""
     from ..executors.ray import node_id
 
     start = time.perf_counter()
-    kind, got = run_one(run, item)
+    if timeout:
+        with Watched(timeout, written) as watched:
+            kind, got = watched(run, item)
+    else:
+        kind, got = run_one(run, item)
     if kind == "done":
         got = {**got, "node": node_id()}
     return kind, got, time.perf_counter() - start
 
 
-def run_one(run: Run, item: Any) -> Outcome:
+def run_one(run: Run, item: Any, beat: Any = None) -> Outcome:
     """``run(item)``, where an input that cannot be read is an outcome, not an error (in the
-    worker's process: what the error was crosses as one line)."""
+    worker's process: what the error was crosses as one line); with ``beat``, its reads
+    told there (:mod:`..io.pulse`)."""
+    from ..io.pulse import tell_reads
+
+    tell_reads(beat)
     try:
         return "done", run(item)
     except READ_ERRORS as exc:
         return "failed", first_line(exc)
+    finally:
+        tell_reads(None)
 
 
 class Watched:
@@ -285,21 +303,28 @@ class Watched:
     def __init__(self, timeout: float | None, written: Callable[[Any], Path] | None = None) -> None:
         self.timeout, self.written = timeout, written
         self._worker: Worker | None = None
+        self._beat: Any = None  # the worker's reads, told (shared memory)
+        self._blocks: Any = None
         self._item: Any = None  # the input of the call running now
         self._lock = threading.Lock()
 
     def __call__(self, run: Run, item: Any) -> Outcome:
         from ..executors.idle import WorkerIdle, call_until_idle
-        from ..executors.worker import Worker, WorkerDied
+        from ..executors.worker import SharedBlocks, Worker, WorkerDied
+        from ..io.pulse import BEAT_BYTES, new_beat, read_state
 
         with self._lock:
             if self._worker is None:
                 module = getattr(run, "func", run).__module__
                 self._worker = Worker(run_one, name="hf-input", daemon=False, preload=(module,))
-            worker, self._item = self._worker, item
+                self._blocks = SharedBlocks()
+                self._beat = new_beat(self._blocks.create(BEAT_BYTES))
+            worker, beat, self._item = self._worker, self._beat, item
         try:
             if self.timeout:
-                outcome: Outcome = call_until_idle(worker, run, item, idle=self.timeout)
+                outcome: Outcome = call_until_idle(
+                    worker, run, item, beat, idle=self.timeout, reads=lambda: read_state(beat)
+                )
             else:
                 outcome = worker.call(run, item)
             return outcome
@@ -322,6 +347,9 @@ class Watched:
 
         with self._lock:
             worker, self._worker, item = self._worker, None, self._item
+            blocks, self._blocks = self._blocks, None
+        if blocks is not None:
+            blocks.unlink_all()
         if worker is not None:
             worker.close()
             if item is not None and self.written is not None:

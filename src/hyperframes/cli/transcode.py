@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,7 +113,8 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
             inputs, functools.partial(transcode_into, dataclasses.replace(
                 job, scale=scale, observe=observe), folder, args.suffix),
             fail_fast=args.fail_fast, file_timeout=args.file_timeout,
-            written=lambda item: item.output_in(folder, args.suffix), workers=workers, ray=ray,
+            written=operator.methodcaller("output_in", folder, args.suffix), workers=workers,
+            ray=ray,
             bar=progress_for(job.observe, "transcode"),
         )  # fmt: skip
     listed = publish_failures(failed, args.failures, folder, total=len(inputs))

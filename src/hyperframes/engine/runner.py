@@ -32,6 +32,7 @@ from ..errors import Cancelled, FramesFailed, StageError, as_run_error
 from ..executors import Executor, ThreadExecutor
 from ..frames import Batch, FramePool, FrameSpec, StageFailure
 from ..io.base import InputFailure, Sink, Source
+from ..io.pulse import reading
 from .channel import END, Channel
 from .faults import DeadLetters
 from .memory import Pools, plan_for
@@ -195,7 +196,8 @@ class Runner:
                 slot = pool.acquire(holder="source", timeout=self.slot_timeout)
                 t1 = time.perf_counter()
                 try:
-                    chunk = self.source.read_into(pool.view(slot))
+                    with reading():  # (told to a watcher, in a watched worker process)
+                        chunk = self.source.read_into(pool.view(slot))
                     count = len(chunk)
                     if count == 0:
                         pool.release(slot)
@@ -288,7 +290,8 @@ class Runner:
         try:
             if self.monitor is not None:
                 self.monitor.start(self.snapshot)
-            self.source.open()
+            with reading():
+                self.source.open()
             try:
                 for t in threads:
                     t.start()

@@ -1,18 +1,21 @@
-"""A call in a worker process, stopped when the process stops doing anything.
+"""A call in a worker process, stopped when the process stops doing anything, or when one
+read runs past the limit.
 
 A job over one input (a transcode, a pack) reads, computes and writes; one stuck on a
 stalled network mount or a FIFO with no writer does none of these: its threads wait in the
 kernel. :func:`call_until_idle` watches the worker's process as the kernel counts it (CPU
 time, bytes read and written, every thread) and stops it after ``idle`` seconds in which
-none moved. A job that works, however slowly, is left to finish; one caught in a loop that
-burns CPU is not taken for stalled (a job whose reads can tell their own progress, such as
-``map``'s, watches those instead: :mod:`..io.beating`).
+none moved. A job that works, however slowly, is left to finish. Where the job tells its
+reads (``reads``: how many have begun, and whether one runs, as a beat of
+:mod:`..io.pulse` holds them), a single read that runs for ``idle`` seconds stops it too:
+a decoder caught in a loop burns CPU, but never finishes its read.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .worker import Worker
@@ -22,8 +25,8 @@ LOOK_S = 0.25
 
 
 class WorkerIdle(TimeoutError):
-    """The call's process did nothing (no CPU, no byte read or written) for the limit, and
-    was stopped."""
+    """The call's process did nothing (no CPU, no byte read or written), or one of its
+    reads ran, for the limit, and was stopped."""
 
 
 def activity(pid: int) -> tuple[int, ...] | None:
@@ -45,8 +48,12 @@ def activity(pid: int) -> tuple[int, ...] | None:
     return (*ticks, *moved)
 
 
-def call_until_idle(worker: Worker, *args: Any, idle: float) -> Any:
-    """``worker.call(*args)``, its process stopped where it does nothing for ``idle`` s.
+def call_until_idle(
+    worker: Worker, *args: Any, idle: float, reads: Callable[[], tuple[int, bool]] | None = None
+) -> Any:
+    """``worker.call(*args)``, its process stopped where it does nothing for ``idle`` s, or
+    where ``reads()`` (the reads begun, and whether one runs) shows one read running
+    that long.
 
     Raises:
         WorkerIdle: the process was stopped (the worker is closed: make a new one).
@@ -56,11 +63,15 @@ def call_until_idle(worker: Worker, *args: Any, idle: float) -> Any:
 
     def guard() -> None:
         seen, since = activity(pid) if pid else None, time.monotonic()
+        read, read_since = None, since  # (the read running now, and since when)
         while not done.wait(LOOK_S):
-            now = activity(pid) if pid else None
+            now, at = activity(pid) if pid else None, time.monotonic()
             if now != seen:
-                seen, since = now, time.monotonic()
-            elif time.monotonic() - since >= idle:
+                seen, since = now, at
+            begun, busy = reads() if reads is not None else (0, False)
+            if not busy or begun != read:
+                read, read_since = (begun if busy else None), at
+            if at - since >= idle or (read is not None and at - read_since >= idle):
                 stopped.set()
                 worker.close()
                 return
@@ -72,8 +83,7 @@ def call_until_idle(worker: Worker, *args: Any, idle: float) -> Any:
     except BaseException:
         if stopped.is_set():
             raise WorkerIdle(
-                f"nothing came of it in {idle:g} s (the file timeout): no CPU, no byte read "
-                "or written; its process was stopped"
+                f"nothing came of it in {idle:g} s (the file timeout): its process was stopped"
             ) from None
         raise
     finally:

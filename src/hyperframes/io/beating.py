@@ -1,15 +1,8 @@
-"""Many inputs read with a pulse that a watcher in another process can see: which input a
-read is at, and whether it moves (the file timeout of a job over many inputs spread over
-processes, ``map INPUTS --executor processes``).
-
-:class:`BeatingFiles` is a :class:`~.video_files.VideoFiles` that writes into ``beat``
-(three int64 in shared memory): the position of the input it is at (in the job's list),
-how many reads it has begun, and whether one runs now. A watcher that sees a read run for
-longer than its timeout with the same count knows which input hangs, and can stop the
-process; one that sees the process die in a read knows which input it was reading. The
-process reads its own files, with no reader process between it and them. A read runs only
-while the source reads: a slow function, which the source then waits on, is never taken
-for a stalled file.
+"""Many inputs read with a pulse that a watcher in another process can see (:mod:`.pulse`):
+the file timeout of a job over many inputs spread over processes (``map INPUTS
+--executor processes``). :class:`BeatingFiles` is a :class:`~.video_files.VideoFiles`
+that tells its reads in a beat, and which input of the job each is at; the process reads
+its own files, with no reader process between it and them.
 """
 
 from __future__ import annotations
@@ -22,17 +15,8 @@ import numpy as np
 
 from .base import Chunk, Footprint
 from .file_reader import header_footprint
+from .pulse import BEGUN, BUSY, POSITION
 from .video_files import VideoFiles
-
-POSITION, BEGUN, BUSY = 0, 1, 2
-"""The fields of a beat: the input's position, the reads begun, 1 while one runs."""
-
-
-def new_beat(memory: Any) -> np.ndarray:
-    """A beat in ``memory`` (at least 24 bytes; shared, for a watcher elsewhere)."""
-    beat = np.frombuffer(memory, np.int64, count=3)
-    beat[:] = (-1, 0, 0)
-    return beat
 
 
 class BeatingFiles(VideoFiles):
