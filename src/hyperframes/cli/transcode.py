@@ -114,8 +114,7 @@ def transcode_many(job: TranscodeJob, args: argparse.Namespace) -> int:
                 job, scale=scale, observe=observe), folder, args.suffix),
             fail_fast=args.fail_fast, file_timeout=args.file_timeout,
             written=operator.methodcaller("output_in", folder, args.suffix), workers=workers,
-            ray=ray,
-            bar=progress_for(job.observe, "transcode"),
+            ray=ray, bar=progress_for(job.observe, "transcode"),
         )  # fmt: skip
     listed = publish_failures(failed, args.failures, folder, total=len(inputs))
     summary = {"inputs": len(inputs), "frames": sum(d["frames"] for d in done),
