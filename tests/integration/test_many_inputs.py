@@ -6,6 +6,7 @@ the job; frames of several sizes are refused before any work unless ``--size`` i
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import shutil
 from pathlib import Path
@@ -116,6 +117,27 @@ def test_a_damaged_file_is_listed_and_the_rest_written(folder: Path, tmp_path: P
     assert main([*argv, "--fail-fast"]) == 1
     err = capsys.readouterr().err
     assert "broken.mp4" in err and err.count("\n") == 1 and not fast.exists()
+
+
+def test_a_failure_names_the_range_and_columns_of_a_manifest_that_lists_a_file_twice(
+    folder: Path, tmp_path: Path, capsys
+):
+    (folder / "broken.mp4").write_bytes((folder / "bikes.mp4").read_bytes()[:4000])
+    pq.write_table(pa.table({
+        "path": [str(folder / "broken.mp4"), str(folder / "broken.mp4"), str(folder / "bikes.mp4")],
+        "start": [0, 40, 0], "stop": [20, 60, 20], "shot": [1, 2, 3],
+        "taken": [datetime.datetime(2026, 1, k) for k in (1, 2, 3)],  # (JSON cannot hold it)
+    }), tmp_path / "shots.parquet")  # fmt: skip
+    out = tmp_path / "rows.jsonl"
+    argv = ["map", "shots.parquet", "brightness_fn:brightness", "--out", str(out), "--size", SIZE]
+    assert main([*argv, "--json"]) == PARTIAL
+    report = json.loads(capsys.readouterr().out)
+    failures = [json.loads(line) for line in Path(report["failures"]).read_text().splitlines()]
+    told = [{k: v for k, v in f.items() if k not in ("path", "reason")} for f in failures]
+    assert told == [
+        {"start": 0, "stop": 20, "shot": 1, "taken": "2026-01-01 00:00:00", "frames": 0},
+        {"start": 40, "stop": 60, "shot": 2, "taken": "2026-01-02 00:00:00", "frames": 0},
+    ]
 
 
 def test_frames_of_several_sizes_are_refused_before_any_work(folder: Path, tmp_path: Path, capsys):

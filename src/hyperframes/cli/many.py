@@ -143,11 +143,11 @@ class Failures:
             os.fsync(f.fileno())
 
     def publish(self, order: list[str], *, total: int) -> str | None:
-        """The whole list (each input once, in ``order``: the inputs' paths), published;
-        see :func:`publish_failures`."""
+        """The whole list (each input once: a path, with its range where a manifest gives
+        one; in ``order``, the inputs' paths), published; see :func:`publish_failures`."""
         place = {path: k for k, path in reversed(list(enumerate(order)))}
-        once = {f["path"]: f for f in reversed(self.entries)}
-        listed = sorted(once.values(), key=lambda f: place.get(f["path"], len(order)))
+        once = {(f["path"], f.get("start"), f.get("stop")): f for f in reversed(self.entries)}
+        listed = sorted(reversed(once.values()), key=lambda f: place.get(f["path"], len(order)))
         return publish_failures(listed, self.given, self.beside, total=total)
 
 

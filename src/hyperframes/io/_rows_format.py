@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import shutil
@@ -84,11 +85,18 @@ def weight(value: Any) -> int:
 
 
 def json_line(row: dict[str, Any]) -> str:
-    """``row`` as one line of JSON, ``inf``, ``-inf`` and ``NaN`` as ``null``."""
+    """``row`` as one line of JSON, ``inf``, ``-inf`` and ``NaN`` as ``null``, and what JSON
+    has no type for (a manifest's dates, decimals) as its text, dates in ISO 8601."""
     try:
-        return json.dumps(row, allow_nan=False) + "\n"
+        return json.dumps(row, allow_nan=False, default=_as_text) + "\n"
     except ValueError:
-        return json.dumps(_finite(row), allow_nan=False) + "\n"
+        return json.dumps(_finite(row), allow_nan=False, default=_as_text) + "\n"
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    return str(value)
 
 
 def _finite(value: Any) -> Any:

@@ -30,6 +30,7 @@ reads and moves the same position among the inputs.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import warnings
@@ -45,6 +46,7 @@ from .base import Chunk, Footprint, InputFailure, Source
 from .file_reader import header_footprint, open_item
 from .formats import OnCorrupt, PixFmt
 from .inputs import Input, expand
+from .positions import Seconds
 from .reader_process import ReaderProcess, RemoteSource
 from .sampling import Sampling
 
@@ -399,7 +401,11 @@ class VideoFiles(Source):
         self._add_failure(item, reason, frames)
 
     def _add_failure(self, item: Input, reason: str, frames: int) -> None:
-        failure = {"path": item.path, "reason": reason, "frames": frames}
+        """List ``item`` as failed: its path (its range and the manifest's columns where it
+        has them: a manifest may name one file twice), why, and the frames it gave."""
+        ranged = {"start": item.start, "stop": item.stop} if item.start or item.stop else {}
+        told = {key: _plain(value) for key, value in {**ranged, **item.columns}.items()}
+        failure = {"path": item.path, **told, "reason": reason, "frames": frames}
         self.failed.append(failure)
         if self.on_failed is not None:
             self.on_failed(failure)
@@ -425,3 +431,17 @@ class VideoFiles(Source):
     def notes(self) -> dict[str, Any]:
         """How many inputs, each finished one's frames and seconds, and those that failed."""
         return {"inputs": len(self.inputs), "read": self._figures, "failed": self.failed}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as a failures file (JSON) holds it: a time as ``"12.5s"``, a number of
+    numpy's as Python's, anything else JSON cannot hold as its text."""
+    if isinstance(value, Seconds):
+        return f"{float(value):g}s"
+    if isinstance(value, np.generic):
+        value = value.item()
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
