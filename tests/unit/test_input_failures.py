@@ -80,7 +80,7 @@ def test_the_source_lists_the_input_and_the_run_goes_on_without_its_later_frames
     (failure,) = source.failures
     assert (failure.input, failure.frame, failure.stage, failure.kept) == (1, 12, "model", 12)
     assert failure.written == 52 and isinstance(failure.error, ValueError)
-    assert any("frame 52 alone" in note for note in failure.error.__notes__)
+    assert any("frame 12 of its input alone" in note for note in failure.error.__notes__)
 
 
 @pytest.mark.parametrize("batch_size", [1, 4, 16, 32])

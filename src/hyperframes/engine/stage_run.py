@@ -181,7 +181,10 @@ class StageRun:
             try:
                 part = self._call_with_retries(batch.one(j, pool, slot), frame, policy)
             except Exception as exc:
-                exc.add_note(f"in stage {self.name!r}, frame {int(batch.index[j])} alone")
+                at = f"frame {int(batch.index[j])}"
+                if "input_frame" in batch.meta:  # (one of many inputs: its own frame)
+                    at = f"frame {int(batch.meta['input_frame'][j])} of its input"
+                exc.add_note(f"in stage {self.name!r}, {at} alone")
                 raise
             if isinstance(part, np.ndarray) and np.shares_memory(part, pool.view(slot)):
                 part = part.copy()  # written in place: the slot goes to the next frame
