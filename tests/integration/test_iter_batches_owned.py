@@ -115,6 +115,26 @@ def test_batches_as_float_nchw_tensors(torch) -> None:
     assert seen == COUNT
 
 
+def test_float_tensors_let_go_are_reused_and_those_kept_never_change(torch) -> None:
+    def want(ids):
+        return torch.from_numpy(((ids % 251 + 1) % 256).astype(np.float32) / 255)
+
+    let_go = {x.data_ptr() for _, x in pipeline().iter_batches(tensors=hf.Tensors())}
+    assert len(let_go) <= 3  # 32 batches in a few tensors, reused once nothing held them
+    kept, views, arrays = [], [], []
+    for k, (ids, x) in enumerate(pipeline().iter_batches(tensors=hf.Tensors())):
+        held = (kept, views, arrays, [])[k % 4]  # the whole tensor, a view, an array, none
+        if held is kept:
+            kept.append((ids, x))
+        elif held is views:
+            views.append((ids[:1], x[:1, 1, 3, 5]))
+        elif held is arrays:
+            arrays.append((ids, x.numpy()))
+    assert all(torch.equal(x[:, 1, 3, 5], want(ids)) for ids, x in kept)
+    assert all(torch.equal(v, want(ids)) for ids, v in views)
+    assert all(torch.equal(torch.from_numpy(a[:, 1, 3, 5]), want(ids)) for ids, a in arrays)
+
+
 def test_a_loop_given_tensors_of_its_own_keeps_no_slot(torch) -> None:
     """Float tensors are copies: the plan leaves out the slots a loop that keeps views
     would hold, and every batch still comes right, none of them a copy of a copy."""
