@@ -232,3 +232,19 @@ def test_each_worker_decodes_on_its_share_of_the_cores(monkeypatch, clip_path):
         next(batches)
     del batches
     gc.collect()
+
+
+def test_tensors_make_a_loaders_batches_float_reusing_what_the_loop_let_go(folder: Path) -> None:
+    to_float = hf.Tensors()
+    dataset = hf.VideoDataset(folder / "bikes.mp4", batch_size=8, size=(64, 48))
+    kept, let_go = [], set()
+    for k, batch in enumerate(data_loader(dataset, batch_size=None, num_workers=2)):
+        x = to_float(batch["frames"])
+        assert x.dtype == torch.float32 and tuple(x.shape[1:]) == (3, 48, 64)
+        assert torch.equal(x, batch["frames"].float() / 255)
+        if k % 2:
+            kept.append((x, batch["frames"].float() / 255))
+        else:
+            let_go.add(x.data_ptr())
+    assert all(torch.equal(x, want) for x, want in kept)  # kept ones never changed
+    assert len(let_go) < len(kept)  # those let go were made in a few tensors, again and again

@@ -74,8 +74,27 @@ class Tensors:
         x = torch.from_numpy(frames)  # no copy: the tensor keeps the batch
         if self.layout == "NCHW" and x.ndim == 4:
             x = x.permute(0, 3, 1, 2)
-        if self.dtype != "uint8":
-            top = float(np.iinfo(frames.dtype).max) if frames.dtype.kind in "ui" else 1.0
+        return self._finished(torch, x)
+
+    def __call__(self, batch: Any) -> Any:
+        """``batch`` as these tensors: a numpy batch ``(N, H, W, C)`` as :meth:`of` takes
+        it, or a torch tensor already in ``layout``, such as the frames of a
+        :class:`~hyperframes.io.dataset.VideoDataset`'s batch from a ``DataLoader``
+        (channels first), made float in a tensor reused as :meth:`of` reuses them.
+
+        Example:
+            >>> to_float = Tensors()  # doctest: +SKIP
+            >>> for batch in DataLoader(dataset, batch_size=None, num_workers=2):  # doctest: +SKIP
+            ...     x = to_float(batch["frames"])
+        """
+        if isinstance(batch, np.ndarray):
+            return self.of(batch)
+        return self._finished(import_torch(), batch)
+
+    def _finished(self, torch: Any, x: Any) -> Any:
+        """``x`` in this dtype (scaled to 0..1 where it is float), then pinned and moved."""
+        if self.dtype != "uint8":  # (always a copy: the loop owns it, not the batch's slot)
+            top = 1.0 if x.is_floating_point() else float(torch.iinfo(x.dtype).max)
             out = self._made.take(torch, tuple(x.shape), getattr(torch, self.dtype))
             x = out.copy_(x).div_(top)[:]  # (a view: the loop's hold on it is counted)
         if self.pin_memory:
