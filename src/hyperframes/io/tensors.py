@@ -125,16 +125,15 @@ class _Made:
 
     def take(self, torch: Any, shape: tuple[int, ...], dtype: Any) -> Any:
         users = getattr(torch._C, "_storage_Use_Count", None)
-        with self._lock:
-            if users is not None:
-                for made in self._tensors:  # 2 users: the tensor here, and the count's own
-                    if (
-                        made.shape == shape
-                        and made.dtype == dtype
-                        and users(made.untyped_storage()._cdata) == 2
-                    ):
-                        return made
+        if users is None:
+            return torch.empty(shape, dtype=dtype)
+        with self._lock:  # 2 users of a free one: the tensor here, and the count's own
+            free = [m for m in self._tensors if users(m.untyped_storage()._cdata) == 2]
+            for made in free:
+                if made.shape == shape and made.dtype == dtype:
+                    return made
+            let_go = {id(m) for m in free}  # (of another shape: their memory goes back first)
+            self._tensors = [m for m in self._tensors if id(m) not in let_go]
             made = torch.empty(shape, dtype=dtype)
-            if users is not None:
-                self._tensors = [*self._tensors, made][-self.MOST :]
+            self._tensors = [*self._tensors, made][-self.MOST :]
             return made
