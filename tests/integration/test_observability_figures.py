@@ -200,14 +200,14 @@ def store(tmp_path: Path, make_frames: Callable[..., np.ndarray]) -> Path:
 
 def test_a_store_sources_cache_tiers_are_in_the_snapshot_and_the_scrape(store: Path) -> None:
     with FrameStore(store, read_ahead=False) as reader:
-        groups, records = len(reader.groups), int(reader.groups.record_bytes.sum())
+        groups = len(reader.groups)
     data_bytes = os.path.getsize(store / "data.mdb")
     n = groups * GROUP
-    # The source decodes each group once, whatever its batches: a warm miss that reads
-    # the record from LMDB (cold); it keeps no decoded frames in the hot tier.
+    # The source decodes each group once, whatever its batches, where its record lies in
+    # LMDB's map (a cold read); it keeps no decoded frame (hot) and no record (warm).
     want = {
         "hot": (0, 0, 0),
-        "warm": (0, groups, records),
+        "warm": (0, 0, 0),
         "cold": (groups, 0, data_bytes),
     }
     exporter, recorder = PrometheusExporter(port=0), Recorder()
@@ -240,7 +240,7 @@ def test_a_store_sources_cache_tiers_are_in_the_snapshot_and_the_scrape(store: P
         assert got[("hyperframes_cache_bytes", labels)] == nbytes, tier
     warm = (("stage", "source"), ("tier", "warm"))
     assert got[("hyperframes_cache_capacity_bytes", warm)] == 64 << 20
-    assert got[("hyperframes_cache_entries", warm)] == groups
+    assert got[("hyperframes_cache_entries", warm)] == 0
 
 
 # -- any source may report figures -------------------------------------------------------

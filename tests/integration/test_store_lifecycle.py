@@ -47,11 +47,11 @@ def test_a_read_ahead_that_fails_once_does_not_poison_later_reads(
         real = store._load_group
         failed: list[int] = []
 
-        def flaky(g: int, *, cached: bool = True) -> np.ndarray:
+        def flaky(g: int, *, hashed: bool = False) -> np.ndarray:
             if reading_ahead() and not failed:
                 failed.append(g)
                 raise OSError(errno.EIO, "injected: the read-ahead of one group failed")
-            return real(g, cached=cached)
+            return real(g, hashed=hashed)
 
         monkeypatch.setattr(store, "_load_group", flaky)
         assert np.array_equal(store[0], frames[0])

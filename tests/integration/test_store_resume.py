@@ -210,8 +210,8 @@ def test_cli_verify_names_damaged_frames(
 ) -> None:
     path = tmp_path / "copy.hfs"
     shutil.copytree(reference[0], path)
-    with FrameStore(path) as store:
-        record, _ = store._record(3, cached=False)
+    with FrameStore(path) as store, store._record(3) as (held, _):
+        record = bytes(held)
         first, stop = store.groups.span(3)
     data = bytearray((path / "data.mdb").read_bytes())
     at = data.find(record[-300:])
@@ -290,8 +290,8 @@ def test_pack_intra_x264_cuts_one_gop_per_group_and_keeps_the_planes(
         for i in (77, 0, 119, 8, 63):  # random access from the nearest keyframe
             assert np.array_equal(got[i], want[i])
         assert np.array_equal(got[:], want[:]) and got.verify() == []
-        data, _ = got._record(1)
-        info = read_group_info(data)
+        with got._record(1) as (data, _):
+            info = read_group_info(data)
         assert info.frames_touched == tuple(range(1, 9))  # from the keyframe on
 
 

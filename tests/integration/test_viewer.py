@@ -216,8 +216,8 @@ def test_read_ahead_follows_the_scrub_direction(client: TestClient, viewer: View
     first, _ = groups.span(last)
     start, _ = groups.span(last - 1)
     assert client.get(f"/api/frame/{first + 1}").headers["x-tier"] == "cold"  # a jump
-    # a local move: the whole group decodes from its record, kept in the warm tier
-    assert client.get(f"/api/frame/{first}").headers["x-tier"] == "warm"
+    # a local move: the whole group decodes, from its record in place in LMDB's map
+    assert client.get(f"/api/frame/{first}").headers["x-tier"] == "cold"
     assert client.get(f"/api/frame/{first + 1}").headers["x-tier"] == "hot"
     # the group before was read ahead while scrubbing backwards
     assert client.get(f"/api/frame/{first - 1}").headers["x-tier"] == "hot"

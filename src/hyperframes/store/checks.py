@@ -1,6 +1,7 @@
 """What a store's reads check before they return anything: a group's record against the
-table (size, checksum) and its own header against the store's (frames, shape, dtype:
-they decide what decoding allocates), then every decoded frame against its checksum. A
+table (its size; its checksum where the whole record is verified) and its own header
+against the store's (frames, shape, dtype: they decide what decoding allocates), then
+every decoded frame against its checksum, which is what guarantees the pixels. A
 failure is a :class:`~hyperframes.errors.StoreCorrupt` whose ``frames`` lists the damaged
 frame ids; a wrong frame is never returned.
 """
@@ -25,16 +26,21 @@ def corrupt(message: str, frames: range | list[int]) -> StoreCorrupt:
     return exc
 
 
-def checked_record(data: bytes | None, g: int, groups: GroupTable, spec: FrameSpec) -> (
-    tuple[bytes, group_header.Header]
-):  # fmt: skip
+def checked_record(
+    data: bytes | memoryview | None,
+    g: int,
+    groups: GroupTable,
+    spec: FrameSpec,
+    *,
+    hashed: bool = True,
+) -> tuple[bytes | memoryview, group_header.Header]:
     """Group ``g``'s record (``None``: missing) and its parsed header, checked against the
-    table and the store's frames."""
+    table (its size, and its checksum where ``hashed``) and the store's frames."""
     first, stop = groups.span(g)
     where, span = f"group {g} (frames {first}..{stop - 1})", range(first, stop)
     if data is None or len(data) != int(groups.record_bytes[g]):
         raise corrupt(f"the record of {where} is missing or the wrong size", span)
-    if fmt.checksum(data) != int(groups.record_hashes[g]):
+    if hashed and fmt.checksum(data) != int(groups.record_hashes[g]):
         raise corrupt(f"the record of {where} fails its checksum", span)
     try:
         head = group_header.parse_header(data)

@@ -1,10 +1,12 @@
 """``FrameStore``: random access by frame index into a hyperframe store on LMDB.
 
 Opening validates the header, the state and every row of the group table; reading a
-frame checks its record's checksum and then the decoded frame's, so a damaged store
-raises :class:`~hyperframes.errors.StoreCorrupt` naming the frame, never returns a
-wrong one. Reads go through the tiered cache (``cache.py``); sequential access
-reads the next hyperframe ahead on a background thread.
+frame validates its group's header and checks the decoded frame against its checksum, so
+a damaged store raises :class:`~hyperframes.errors.StoreCorrupt` naming the frame, never
+returns a wrong one (:meth:`FrameStore.verify` checks every record's own checksum too).
+Records are decoded in place in LMDB's map, never copied, except into the warm tier.
+Reads go through the tiered cache (``cache.py``); sequential access reads the next
+hyperframe ahead on a background thread.
 
 Example:
     >>> with FrameStore("clip.hfs") as store:  # doctest: +SKIP
@@ -31,8 +33,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -48,12 +52,16 @@ from ..io.base import CacheTier
 from ..io.layouts import to_rgb
 from . import _env
 from . import format as fmt
-from .access import Decode, StoreThreads, decodes_group, read_ahead_group
+from .access import Decode, StoreThreads, decodes_group, keep_freed_blocks, read_ahead_group
 from .cache import DEFAULT_POLICY, CacheStats, Policy, TieredCache
 from .checks import checked_frame, checked_group, checked_record, corrupt
 from .info import StoreInfo
 from .table import GroupTable, read_rows
 from .writer import StoreWriter
+
+READ_BEFORE = 1024
+"""How many groups read once a store remembers, to keep a record in the warm tier when
+it is read again."""
 
 
 class FrameStore:
@@ -62,7 +70,9 @@ class FrameStore:
     Args:
         path: the store folder.
         hot_bytes: capacity of the decoded-frame tier.
-        warm_bytes: capacity of the compressed-record tier.
+        warm_bytes: capacity of the compressed-record tier (a group's record is kept
+            there when a frame of it is read a second time; reads of whole groups decode
+            the record where it lies).
         policy: the tiers' replacement policy, ``"s3fifo"`` (default) or ``"lru"``.
         decode: on a miss, ``"group"`` decodes the whole hyperframe and caches every frame
             of it (neighbours come almost free); ``"frame"`` decodes only the frame asked
@@ -105,6 +115,7 @@ class FrameStore:
         self._handles = _env.acquire(self.path, writable=False)
         self._cold_lock = threading.Lock()
         self._cold_reads = 0
+        self._read_before: OrderedDict[int, None] = OrderedDict()  # groups read once, lately
         self._last: int | None = None
         try:
             with self._begin() as txn:
@@ -117,6 +128,7 @@ class FrameStore:
         except BaseException:
             self.close()
             raise
+        keep_freed_blocks(4 * self.header.spec.nbytes)
 
     @classmethod
     def create(
@@ -290,7 +302,7 @@ class FrameStore:
         for g in range(len(self.groups)):
             first, stop = self.groups.span(g)
             try:
-                self._load_group(g, cached=False)
+                self._load_group(g, hashed=True)
             except StoreCorrupt as exc:
                 ids = getattr(exc, "frames", None) or range(first, stop)
                 bad.extend(int(i) for i in ids)
@@ -365,26 +377,42 @@ class FrameStore:
             raise IndexError(f"frame {int(index)} is out of range; valid indices: {valid}")
         return i
 
-    def _record(self, g: int, *, cached: bool = True) -> tuple[bytes, group_format.Header]:
-        """Group ``g``'s record and its parsed header (kept together in the warm tier)."""
-        if cached:
-            held = self.cache.warm.get(g)
-            if held is not None:
-                return held
-        with self._cold_lock, self._begin() as txn:
+    @contextmanager
+    def _record(self, g: int, *, keep: bool = False, hashed: bool = False) -> Iterator[
+        tuple[bytes | memoryview, group_format.Header]
+    ]:  # fmt: skip
+        """Group ``g``'s record and its parsed header, for the ``with`` block: the warm
+        tier's copy where it holds one, else the record in place in LMDB's map (no copy;
+        valid inside the block), kept in the warm tier when ``keep`` and the group was read
+        before (a record read once is not worth its copy). ``hashed``: check the record's
+        own checksum too (every decoded frame is checked against its own either way)."""
+        held = self.cache.warm.get(g) if keep else None
+        if held is not None:
+            yield held
+            return
+        with self._begin() as txn:
             raw = txn.get(fmt.group_key(g), db=self._handles.records)
-            data = None if raw is None else bytes(raw)
-            self._cold_reads += 1
-        record = checked_record(data, g, self.groups, self.header.spec)
-        if cached:
-            self.cache.warm.put(g, record, len(record[0]))
-        return record
+            with self._cold_lock:
+                self._cold_reads += 1
+                again = keep and g in self._read_before
+                if again:
+                    del self._read_before[g]
+                elif keep:
+                    self._read_before[g] = None
+                    if len(self._read_before) > READ_BEFORE:
+                        self._read_before.popitem(last=False)
+            if again and raw is not None:
+                raw = bytes(raw)
+            record = checked_record(raw, g, self.groups, self.header.spec, hashed=hashed)
+            if again:
+                self.cache.warm.put(g, record, len(record[0]))
+            yield record
 
-    def _load_group(self, g: int, *, cached: bool = True) -> np.ndarray:
+    def _load_group(self, g: int, *, hashed: bool = False) -> np.ndarray:
         first, stop = self.groups.span(g)
-        data, header = self._record(g, cached=cached)
         try:
-            frames = decode_group(data, header=header, pool=self._threads.bands())
+            with self._record(g, hashed=hashed) as (data, header):
+                frames = decode_group(data, header=header, pool=self._threads.bands())
         except StoreCorrupt as exc:
             raise corrupt(
                 f"group {g} (frames {first}..{stop - 1}): {exc}", range(first, stop)
@@ -400,8 +428,9 @@ class FrameStore:
         first, stop = self.groups.span(g)
         if not (self._fits(g) and decodes_group(self.decode, i, self._last, stop - first)):
             try:
-                data, header = self._record(g)
-                frame = decode_frame(data, i - first, header=header, pool=self._threads.bands())
+                with self._record(g, keep=True) as (data, header):
+                    pool = self._threads.bands()
+                    frame = decode_frame(data, i - first, header=header, pool=pool)
             except StoreCorrupt as exc:
                 raise corrupt(f"frame {i} (group {g}): {exc}", [i]) from None
             frame = checked_frame(frame, i, g, self.groups, self.header.spec)
