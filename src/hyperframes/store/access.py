@@ -43,8 +43,10 @@ def keep_freed_blocks(nbytes: int) -> None:
     when freed, so every buffer of a frame's decode (a record's bytes, its residuals, the
     sum) page-faults in again: 1 ms more for a 512x512 uint16 frame of three records,
     half its read. Freeing one mapped block raises the threshold to that block's size
-    (glibc's own rule, which any large array freed triggers). The block is never
-    touched: it costs two system calls and no page. Elsewhere than glibc, nothing changes.
+    (glibc's own rule, which any large array freed triggers), and the free memory a heap
+    keeps before it gives pages back to twice that (so the heap may keep up to
+    ``2 * nbytes`` freed). The block is never touched: it costs two system calls and no
+    page. Elsewhere than glibc, nothing changes.
     """
     block = np.empty(min(nbytes, HEAP_BLOCK_MAX), np.uint8)
     del block

@@ -128,7 +128,7 @@ class FrameStore:
         except BaseException:
             self.close()
             raise
-        keep_freed_blocks(4 * self.header.spec.nbytes)
+        keep_freed_blocks(16 * self.header.spec.nbytes)  # (a frame's records, on each thread)
 
     @classmethod
     def create(

@@ -2,13 +2,15 @@
 
 A banded group (see ``codec``) decodes each band on its own: on the thread pool the
 caller passes (a :class:`~hyperframes.store.FrameStore` owns one for its lifetime), or
-one band after another in the caller's thread. The codec starts no threads of its own.
+one band after another in the caller's thread. An unbanded group's records are read
+(decompressed, their predictor undone) side by side on that pool, then joined along their
+references in order. The codec starts no threads of its own.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 
 import numpy as np
@@ -32,59 +34,105 @@ def each_band(fn: Callable[[int], None], bands: int, pool: Executor | None = Non
 
 
 def decode_rows(
-    view: memoryview, header: group_header.Header, chain: list[int], band: int
+    view: memoryview,
+    header: group_header.Header,
+    chain: list[int],
+    band: int,
+    pool: Executor | None = None,
 ) -> np.ndarray:
-    """Band ``band`` of frame ``chain[-1]``, decoded along its chain (bands stand alone)."""
-    dctx = zstd.ZstdDecompressor()
-    value: np.ndarray | None = None
-    for j in chain:
-        value = _decode_record(view, header, j, value, dctx, band)
-    assert value is not None
+    """Band ``band`` of frame ``chain[-1]``, decoded along its chain (bands stand alone).
+    ``pool``: the chain's records are read on it side by side (an unbanded group's)."""
+    rows = decode_records(view, header, chain, band, pool)[-1]
     start, stop = header.band_rows(band)
-    rows = value.reshape(stop - start, *header.shape[1:])
-    return unrct(rows) if header.transform == "rct" else rows
+    frame = rows.reshape(stop - start, *header.shape[1:])
+    return unrct(frame) if header.transform == "rct" else frame
 
 
-def decode_group_rows(view: memoryview, header: group_header.Header, band: int) -> np.ndarray:
-    """Band ``band`` of every frame of the group, each record decoded once."""
-    dctx = zstd.ZstdDecompressor()
+def decode_group_rows(
+    view: memoryview, header: group_header.Header, band: int, pool: Executor | None = None
+) -> np.ndarray:
+    """Band ``band`` of every frame of the group, each record decoded once (``pool``: as
+    for :func:`decode_rows`)."""
     start, stop = header.band_rows(band)
-    shape = (stop - start, *header.shape[1:])
-    out = np.empty((header.count, math.prod(shape)), dtype=header.dtype)
-    done = np.zeros(header.count, dtype=bool)
-    for i in range(header.count):
-        for j in header.chain(i):
-            if not done[j]:
-                ref = header.records[j].ref
-                value = _decode_record(view, header, j, out[ref] if ref >= 0 else None, dctx, band)
-                out[j] = value
-                done[j] = True
-    frames = out.reshape(header.count, *shape)
+    frames = decode_records(view, header, range(header.count), band, pool)
+    frames = frames.reshape(header.count, stop - start, *header.shape[1:])
     return unrct(frames) if header.transform == "rct" else frames
 
 
-def _decode_record(
+def decode_records(
+    view: memoryview,
+    header: group_header.Header,
+    records: Sequence[int],
+    band: int,
+    pool: Executor | None = None,
+) -> np.ndarray:
+    """Band ``band`` of records ``records`` (each one's references among them), flat, one
+    row each, in two passes: each record's own values (its bytes
+    decompressed, the raw frames' predictor undone), independent of each other and so on
+    ``pool`` side by side where given; then along the references, in place (a delta's
+    reference added, a copy's taken)."""
+    start, stop = header.band_rows(band)
+    n = math.prod((stop - start, *header.shape[1:]))
+    out = np.empty((len(records), n), dtype=header.dtype)
+    row = {j: k for k, j in enumerate(records)}
+    quantised: dict[int, np.ndarray] = {}
+
+    def own(k: int) -> None:
+        j = records[k]
+        value = _own(view, header, j, band, n, zstd.ZstdDecompressor())
+        if value is None:  # (a copy)
+            return
+        if header.records[j].kind == "quant":
+            quantised[j] = value
+        else:
+            as_uint(out[k])[:] = as_uint(value)
+
+    if pool is None or len(records) == 1:
+        for k in range(len(records)):
+            own(k)
+    else:
+        for done in [pool.submit(own, k) for k in range(len(records))]:
+            done.result()
+    for j in _references_first(header, records):
+        rec, k = header.records[j], row[j]
+        if rec.kind == "raw":
+            continue
+        ref = out[row[rec.ref]]
+        if rec.kind == "delta":
+            np.add(as_uint(out[k]), as_uint(ref), out=as_uint(out[k]))
+        elif rec.kind == "copy":
+            out[k] = ref
+        else:
+            out[k] = dequantise(ref, quantised.pop(j).astype(np.float64), rec.step)
+    return out
+
+
+def _references_first(header: group_header.Header, records: Sequence[int]) -> list[int]:
+    """``records`` in an order where every record's reference comes before it."""
+    order: dict[int, None] = {}
+    for j in records:
+        order.update((c, None) for c in header.chain(j) if c not in order)
+    return list(order)
+
+
+def _own(
     view: memoryview,
     header: group_header.Header,
     j: int,
-    ref: np.ndarray | None,
+    band: int,
+    n: int,
     dctx: zstd.ZstdDecompressor,
-    band: int = 0,
-) -> np.ndarray:
-    """Band ``band`` of record ``j`` (flat), given its reference's band ``ref``."""
+) -> np.ndarray | None:
+    """Band ``band`` of record ``j``'s own ``n`` values, before its reference: a raw
+    frame whole, a delta's differences, a quantised record's integers; ``None`` for a
+    copy."""
     rec = header.records[j]
-    start, stop = header.band_rows(band)
-    shape = (stop - start, *header.shape[1:])
-    n = math.prod(shape)
     if rec.kind == "copy":
-        assert ref is not None
-        return ref.copy()
+        return None
     if rec.kind == "quant":
-        assert ref is not None
         if header.dtype.str not in ("|u1", "<u2", "<f4", "<f8"):
             raise StoreCorrupt(f"frame {j}: quantised records need uint8/16 or float frames")
-        q = _read(view, header.part(rec, band), np.dtype(rec.qdtype), n, dctx)
-        return dequantise(ref, q.astype(np.float64), rec.step)
+        return _read(view, header.part(rec, band), np.dtype(rec.qdtype), n, dctx)
     if rec.kind == "raw" and header.predictor == "webp":  # never banded
         at, length = header.part(rec, band)
         return webp_decode(view[at : at + length], header.shape)
@@ -92,11 +140,9 @@ def _decode_record(
     if header.zigzag:
         values = from_zigzag(values)
     if rec.kind == "raw" and header.predictor == "gradient":
-        values = ungradient(values.reshape(shape)).reshape(-1)
-    if rec.kind == "delta":
-        assert ref is not None
-        values = values + as_uint(ref)
-    return values.view(header.dtype)
+        start, stop = header.band_rows(band)
+        values = ungradient(values.reshape(stop - start, *header.shape[1:])).reshape(-1)
+    return values
 
 
 def _read(

@@ -268,7 +268,8 @@ def decode_frame(
 
     ``header`` is ``data``'s header when the caller parsed it already (it must come from
     these very bytes: a store keeps it beside the checksummed record). ``pool`` decodes
-    the bands of a banded group in parallel (else one after another in this thread).
+    the bands of a banded group in parallel, or the records of an unbanded one (else one
+    after another in this thread).
 
     Raises:
         IndexError: ``index`` is outside the group.
@@ -283,7 +284,7 @@ def decode_frame(
     if header.planes:
         return decode_planar(view, header, [int(index)], pool)[0]
     if header.bands == 1:
-        return decode_rows(view, header, chain, 0)
+        return decode_rows(view, header, chain, 0, pool)
     out = np.empty(header.shape, header.dtype)
 
     def fill(band: int) -> None:
@@ -311,7 +312,7 @@ def decode_group(
     if header.planes:
         return decode_planar(view, header, range(header.count), pool)
     if header.bands == 1:
-        return decode_group_rows(view, header, 0)
+        return decode_group_rows(view, header, 0, pool)
     out = np.empty((header.count, *header.shape), header.dtype)
 
     def fill(band: int) -> None:
