@@ -39,24 +39,40 @@ def decode_rows(
     chain: list[int],
     band: int,
     pool: Executor | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Band ``band`` of frame ``chain[-1]``, decoded along its chain (bands stand alone).
-    ``pool``: the chain's records are read on it side by side (an unbanded group's)."""
+    """Band ``band`` of frame ``chain[-1]``, decoded along its chain (bands stand alone),
+    into ``out`` (the band's rows) where given. ``pool``: the chain's records are read on
+    it side by side (an unbanded group's)."""
     rows = decode_records(view, header, chain, band, pool)[-1]
     start, stop = header.band_rows(band)
-    frame = rows.reshape(stop - start, *header.shape[1:])
-    return unrct(frame) if header.transform == "rct" else frame
+    return _finished(header, rows.reshape(stop - start, *header.shape[1:]), out)
 
 
 def decode_group_rows(
-    view: memoryview, header: group_header.Header, band: int, pool: Executor | None = None
+    view: memoryview,
+    header: group_header.Header,
+    band: int,
+    pool: Executor | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Band ``band`` of every frame of the group, each record decoded once (``pool``: as
-    for :func:`decode_rows`)."""
+    """Band ``band`` of every frame of the group, each record decoded once (``pool`` and
+    ``out``: as for :func:`decode_rows`)."""
     start, stop = header.band_rows(band)
     frames = decode_records(view, header, range(header.count), band, pool)
-    frames = frames.reshape(header.count, stop - start, *header.shape[1:])
-    return unrct(frames) if header.transform == "rct" else frames
+    return _finished(header, frames.reshape(header.count, stop - start, *header.shape[1:]), out)
+
+
+def _finished(header: group_header.Header, coded: np.ndarray, out: np.ndarray | None) -> (
+    np.ndarray
+):  # fmt: skip
+    """Decoded rows out of the group's colour transform, into ``out`` where given."""
+    if header.transform == "rct":
+        return unrct(coded, out)
+    if out is None:
+        return coded
+    out[...] = coded
+    return out
 
 
 def decode_records(

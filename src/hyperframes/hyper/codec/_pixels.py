@@ -57,13 +57,26 @@ def rct(frames: np.ndarray) -> np.ndarray:
     return out
 
 
-def unrct(coded: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`rct`."""
-    out = np.empty_like(coded)
-    g = coded[..., 0]
-    out[..., 1] = g
-    np.add(coded[..., 1], g, out=out[..., 0])
-    np.add(coded[..., 2], g, out=out[..., 2])
+def unrct(coded: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The inverse of :func:`rct`, into ``out`` (of ``coded``'s shape, each frame's rows
+    contiguous) where given.
+
+    OpenCV splits the channels into planes and merges them back: about 3 x numpy's adds
+    over the strided channels (1.0 against 3.4 ms for 16 bands of 180 x 1280 pixels).
+    """
+    out = np.empty_like(coded) if out is None else out
+    if coded.ndim not in (3, 4):  # (frames of other shapes: numpy, over the last axis)
+        g = coded[..., 0]
+        out[..., 1] = g
+        np.add(coded[..., 1], g, out=out[..., 0])
+        np.add(coded[..., 2], g, out=out[..., 2])
+        return out
+    for src, dst in zip(coded, out, strict=True) if coded.ndim == 4 else [(coded, out)]:
+        g, r, b = cv2.split(np.ascontiguousarray(src))  # (a frame at a time: in the cache)
+        np.add(r, g, out=r)
+        np.add(b, g, out=b)
+        assert dst.flags.c_contiguous  # (cv2 writes into it, not a copy)
+        cv2.merge((r, g, b), dst=dst)
     return out
 
 

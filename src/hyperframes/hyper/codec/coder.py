@@ -289,7 +289,7 @@ def decode_frame(
 
     def fill(band: int) -> None:
         start, stop = header.band_rows(band)
-        out[start:stop] = decode_rows(view, header, chain, band)
+        decode_rows(view, header, chain, band, out=out[start:stop])
 
     each_band(fill, header.bands, pool)
     return out
@@ -317,7 +317,7 @@ def decode_group(
 
     def fill(band: int) -> None:
         start, stop = header.band_rows(band)
-        out[:, start:stop] = decode_group_rows(view, header, band)
+        decode_group_rows(view, header, band, out=out[:, start:stop])
 
     each_band(fill, header.bands, pool)
     return out
