@@ -170,19 +170,20 @@ def test_webp_intra_store_is_exact_smaller_and_kept_on_resume(
         StoreWriter(tmp_path / "webp.hfs", source.spec, resume=True)
 
 
-def test_a_record_is_kept_in_the_warm_tier_once_read_again(
+def test_the_warm_tier_keeps_group_headers_not_records(
     store_path: Path, frames: np.ndarray
 ) -> None:
     with FrameStore(store_path, decode="frame", hot_bytes=0, read_ahead=False) as store:
         first, stop = store.groups.span(3)
         assert stop - first >= 2
-        assert np.array_equal(store[first], frames[first])  # read in place, not kept
-        assert len(store.cache.warm) == 0
-        assert np.array_equal(store[first + 1], frames[first + 1])  # again: kept
-        assert len(store.cache.warm) == 1
-        assert np.array_equal(store[first], frames[first])  # from the warm tier
+        assert np.array_equal(store[first], frames[first])  # its header parsed, kept
+        assert np.array_equal(store[first + 1], frames[first + 1])  # known
+        assert np.array_equal(store[first], frames[first])
         warm = store.cache_stats()["warm"]
-        assert (warm.hits, warm.misses) == (1, 2)
+        assert (warm.hits, warm.misses, len(store.cache.warm)) == (2, 1, 1)
+        with store._record(3) as (record, header):
+            assert warm.bytes == header.payload_start < len(record)  # never the record
+        assert store.cache_stats()["cold"].hits == 4  # each read decodes from the map
         assert np.array_equal(store[first:stop], frames[first:stop])
 
 
@@ -218,3 +219,23 @@ def test_a_random_frame_decodes_without_mapping_its_buffers_afresh(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     per_read = float(done.stdout)
     assert per_read < 200, per_read  # a frame is 128 pages
+
+
+def test_a_frame_read_alone_holds_no_memory_but_its_own(tmp_path: Path) -> None:
+    """The hot tier counts a frame's bytes: a frame decoded along a chain of records must
+    not keep its references' rows alive with it."""
+    rng = np.random.default_rng(4)
+    base = rng.integers(0, 4096, (64, 48), dtype=np.uint16)
+    frames = np.stack([base + np.uint16(i) for i in range(12)])
+    path = tmp_path / "chain.hfs"
+    Pipeline.from_frames(frames, batch_size=4).group(threshold=1.0, max_len=12).to(
+        StoreSink(path)
+    ).run()
+    with FrameStore(path, decode="frame") as store:
+        with store._record(0) as (_, header):
+            i = max(range(12), key=lambda k: len(header.chain(k)))
+            assert len(header.chain(i)) >= 2
+        frame = store[i]
+        assert np.array_equal(frame, frames[i])
+        owner = frame if frame.base is None else frame.base
+        assert owner.nbytes == frame.nbytes

@@ -33,15 +33,19 @@ def checked_record(
     spec: FrameSpec,
     *,
     hashed: bool = True,
+    header: group_header.Header | None = None,
 ) -> tuple[bytes | memoryview, group_header.Header]:
     """Group ``g``'s record (``None``: missing) and its parsed header, checked against the
-    table (its size, and its checksum where ``hashed``) and the store's frames."""
+    table (its size, and its checksum where ``hashed``) and the store's frames;
+    ``header``: the record's, parsed and checked before (not parsed again)."""
     first, stop = groups.span(g)
     where, span = f"group {g} (frames {first}..{stop - 1})", range(first, stop)
     if data is None or len(data) != int(groups.record_bytes[g]):
         raise corrupt(f"the record of {where} is missing or the wrong size", span)
     if hashed and fmt.checksum(data) != int(groups.record_hashes[g]):
         raise corrupt(f"the record of {where} fails its checksum", span)
+    if header is not None:
+        return data, header
     try:
         head = group_header.parse_header(data)
     except StoreCorrupt as exc:

@@ -4,7 +4,7 @@ Opening validates the header, the state and every row of the group table; readin
 frame validates its group's header and checks the decoded frame against its checksum, so
 a damaged store raises :class:`~hyperframes.errors.StoreCorrupt` naming the frame, never
 returns a wrong one (:meth:`FrameStore.verify` checks every record's own checksum too).
-Records are decoded in place in LMDB's map, never copied, except into the warm tier.
+Records are decoded where they lie in LMDB's map, never copied.
 Reads go through the tiered cache (``cache.py``); sequential access reads the next
 hyperframe ahead on a background thread.
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -59,10 +58,6 @@ from .info import StoreInfo
 from .table import GroupTable, read_rows
 from .writer import StoreWriter
 
-READ_BEFORE = 1024
-"""How many groups read once a store remembers, to keep a record in the warm tier when
-it is read again."""
-
 
 class FrameStore:
     """A store opened for reading (see the module docstring).
@@ -70,9 +65,10 @@ class FrameStore:
     Args:
         path: the store folder.
         hot_bytes: capacity of the decoded-frame tier.
-        warm_bytes: capacity of the compressed-record tier (a group's record is kept
-            there when a frame of it is read a second time; reads of whole groups decode
-            the record where it lies).
+        warm_bytes: capacity of the group-header tier: a group's header, parsed and
+            validated when a frame of it is read, is kept there for the next (counted by
+            its bytes in the store). Records are decoded where they lie in LMDB's map,
+            which the operating system caches; they are never copied.
         policy: the tiers' replacement policy, ``"s3fifo"`` (default) or ``"lru"``.
         decode: on a miss, ``"group"`` decodes the whole hyperframe and caches every frame
             of it (neighbours come almost free); ``"frame"`` decodes only the frame asked
@@ -115,7 +111,6 @@ class FrameStore:
         self._handles = _env.acquire(self.path, writable=False)
         self._cold_lock = threading.Lock()
         self._cold_reads = 0
-        self._read_before: OrderedDict[int, None] = OrderedDict()  # groups read once, lately
         self._last: int | None = None
         try:
             with self._begin() as txn:
@@ -381,31 +376,20 @@ class FrameStore:
     def _record(self, g: int, *, keep: bool = False, hashed: bool = False) -> Iterator[
         tuple[bytes | memoryview, group_format.Header]
     ]:  # fmt: skip
-        """Group ``g``'s record and its parsed header, for the ``with`` block: the warm
-        tier's copy where it holds one, else the record in place in LMDB's map (no copy;
-        valid inside the block), kept in the warm tier when ``keep`` and the group was read
-        before (a record read once is not worth its copy). ``hashed``: check the record's
+        """Group ``g``'s record, in place in LMDB's map (no copy; valid inside the ``with``
+        block), and its parsed header: the warm tier's where ``keep`` and it holds one,
+        else parsed now (and kept there when ``keep``). ``hashed``: check the record's
         own checksum too (every decoded frame is checked against its own either way)."""
-        held = self.cache.warm.get(g) if keep else None
-        if held is not None:
-            yield held
-            return
+        known = self.cache.warm.get(g) if keep else None
         with self._begin() as txn:
             raw = txn.get(fmt.group_key(g), db=self._handles.records)
             with self._cold_lock:
                 self._cold_reads += 1
-                again = keep and g in self._read_before
-                if again:
-                    del self._read_before[g]
-                elif keep:
-                    self._read_before[g] = None
-                    if len(self._read_before) > READ_BEFORE:
-                        self._read_before.popitem(last=False)
-            if again and raw is not None:
-                raw = bytes(raw)
-            record = checked_record(raw, g, self.groups, self.header.spec, hashed=hashed)
-            if again:
-                self.cache.warm.put(g, record, len(record[0]))
+            record = checked_record(
+                raw, g, self.groups, self.header.spec, hashed=hashed, header=known
+            )  # fmt: skip
+            if keep and known is None:
+                self.cache.warm.put(g, record[1], record[1].payload_start)
             yield record
 
     def _load_group(self, g: int, *, hashed: bool = False) -> np.ndarray:

@@ -1,8 +1,8 @@
 """``FrameServer``: frames of one store, encoded for the page, with per-tier figures.
 
 Every frame comes from :class:`~hyperframes.store.FrameStore` random access, so it goes
-through the store's tiered cache (hot decoded frames, warm compressed records, cold
-LMDB reads) and its read-ahead, which follows the direction the user scrubs in. The
+through the store's tiered cache (hot decoded frames, warm group headers, cold LMDB
+reads) and its read-ahead, which follows the direction the user scrubs in. The
 server records which tier served each frame and how long the fetch and the encoding
 took, for the live figures on the page.
 
@@ -49,7 +49,8 @@ class ServedFrame:
         data: the encoded image.
         media_type: ``image/jpeg`` or ``image/png``.
         tier: the cache tier that held the frame: ``hot`` (decoded), ``warm`` (its
-            compressed record) or ``cold`` (read from LMDB).
+            group's header known; decoded from its records in LMDB's map) or ``cold``
+            (its group's header read from LMDB as well).
         timestamp: the frame's presentation time in seconds, or ``None``.
         fetch_ms: time to get the frame from the store.
         encode_ms: time to encode it.

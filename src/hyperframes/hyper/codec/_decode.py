@@ -44,9 +44,12 @@ def decode_rows(
     """Band ``band`` of frame ``chain[-1]``, decoded along its chain (bands stand alone),
     into ``out`` (the band's rows) where given. ``pool``: the chain's records are read on
     it side by side (an unbanded group's)."""
-    rows = decode_records(view, header, chain, band, pool)[-1]
     start, stop = header.band_rows(band)
-    return _finished(header, rows.reshape(stop - start, *header.shape[1:]), out)
+    n = math.prod((stop - start, *header.shape[1:]))
+    frame = np.empty(n, header.dtype)  # (its own block: the references' go when done)
+    rows = [*np.empty((len(chain) - 1, n), header.dtype), frame]
+    decode_records(view, header, chain, band, rows, pool)
+    return _finished(header, frame.reshape(stop - start, *header.shape[1:]), out)
 
 
 def decode_group_rows(
@@ -59,7 +62,8 @@ def decode_group_rows(
     """Band ``band`` of every frame of the group, each record decoded once (``pool`` and
     ``out``: as for :func:`decode_rows`)."""
     start, stop = header.band_rows(band)
-    frames = decode_records(view, header, range(header.count), band, pool)
+    frames = np.empty((header.count, math.prod((stop - start, *header.shape[1:]))), header.dtype)
+    decode_records(view, header, range(header.count), band, list(frames), pool)
     return _finished(header, frames.reshape(header.count, stop - start, *header.shape[1:]), out)
 
 
@@ -80,16 +84,16 @@ def decode_records(
     header: group_header.Header,
     records: Sequence[int],
     band: int,
+    out: list[np.ndarray],
     pool: Executor | None = None,
-) -> np.ndarray:
-    """Band ``band`` of records ``records`` (each one's references among them), flat, one
-    row each, in two passes: each record's own values (its bytes
+) -> None:
+    """Band ``band`` of records ``records`` (each one's references among them) into
+    ``out``, a flat row each, in two passes: each record's own values (its bytes
     decompressed, the raw frames' predictor undone), independent of each other and so on
     ``pool`` side by side where given; then along the references, in place (a delta's
     reference added, a copy's taken)."""
     start, stop = header.band_rows(band)
     n = math.prod((stop - start, *header.shape[1:]))
-    out = np.empty((len(records), n), dtype=header.dtype)
     row = {j: k for k, j in enumerate(records)}
     quantised: dict[int, np.ndarray] = {}
 
@@ -117,10 +121,9 @@ def decode_records(
         if rec.kind == "delta":
             np.add(as_uint(out[k]), as_uint(ref), out=as_uint(out[k]))
         elif rec.kind == "copy":
-            out[k] = ref
+            out[k][:] = ref
         else:
-            out[k] = dequantise(ref, quantised.pop(j).astype(np.float64), rec.step)
-    return out
+            out[k][:] = dequantise(ref, quantised.pop(j).astype(np.float64), rec.step)
 
 
 def _references_first(header: group_header.Header, records: Sequence[int]) -> list[int]:
