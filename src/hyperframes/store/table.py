@@ -94,34 +94,34 @@ def read_rows(
 ) -> list[fmt.GroupEntry]:
     """Read and validate the table rows of groups ``start..stop-1``.
 
-    ``first`` is the frame the row of group ``start`` must begin at. Each row's record
-    must exist with the length the row states.
+    ``first`` is the frame the row of group ``start`` must begin at. The records
+    database must hold a record for every row; their sizes are checked when each is read
+    (:func:`~hyperframes.store.checks.checked_record`). Looking at every record here cost
+    0.6 ms a group on a freshly mapped store (LMDB touches pages of each large value),
+    20 ms to open 34 groups of 60 frames, seconds for a million frames.
 
     Raises:
-        StoreCorrupt: a missing or malformed row, a gap, or a record of the wrong size.
+        StoreCorrupt: a missing or malformed row, a gap, or a missing record.
     """
     rows: list[fmt.GroupEntry] = []
     if start >= stop:
         return rows
     table = txn.cursor(db=table_db)
-    records = txn.cursor(db=records_db)
     if not table.set_key(fmt.group_key(start)):
         raise StoreCorrupt(f"group table entry {start} is missing")
-    if not records.set_key(fmt.group_key(start)):
-        raise StoreCorrupt(f"the record of group {start} is missing")
     for group in range(start, stop):
-        if group > start and not (table.next() and records.next()):
-            raise StoreCorrupt(f"the table or record of group {group} is missing")
-        for cursor, what in ((table, "table entry"), (records, "record")):
-            if fmt.key_group(bytes(cursor.key())) != group:
-                raise StoreCorrupt(f"group {group}'s {what} is missing (keys out of order)")
+        if group > start and not table.next():
+            raise StoreCorrupt(f"the table entry of group {group} is missing")
+        if fmt.key_group(bytes(table.key())) != group:
+            raise StoreCorrupt(f"group {group}'s table entry is missing (keys out of order)")
         entry = fmt.parse_entry(table.value(), group=group, first=first)
-        size = len(records.value())
-        if size != entry.record_len:
-            raise StoreCorrupt(
-                f"the record of group {group} (frames {entry.first}..{entry.stop - 1}) is "
-                f"{size} bytes; the table says {entry.record_len}"
-            )
         rows.append(entry)
         first = entry.stop
+    if txn.stat(records_db)["entries"] < stop:  # (damage: name the first record missing)
+        for group, entry in enumerate(rows, start):
+            if txn.get(fmt.group_key(group), db=records_db) is None:
+                raise StoreCorrupt(
+                    f"the record of group {group} (frames {entry.first}..{entry.stop - 1}) "
+                    "is missing"
+                )  # fmt: skip
     return rows
