@@ -98,7 +98,7 @@ def read_rows(
     database must hold a record for every row; their sizes are checked when each is read
     (:func:`~hyperframes.store.checks.checked_record`). Looking at every record here cost
     0.6 ms a group on a freshly mapped store (LMDB touches pages of each large value),
-    20 ms to open 34 groups of 60 frames, seconds for a million frames.
+    20 ms to open 34 groups of 60 frames (10 s, extrapolated, for a million such frames).
 
     Raises:
         StoreCorrupt: a missing or malformed row, a gap, or a missing record.
