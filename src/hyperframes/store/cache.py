@@ -1,19 +1,17 @@
 """The tiered cache in front of a store: hot decoded frames, warm group headers.
 
 - **hot**: decoded frames keyed by frame id, bounded in bytes.
-- **warm**: hyperframe headers (parsed, validated) keyed by group id, bounded by their
-  bytes in the store. The records themselves are decoded where they lie in LMDB's map,
-  which the operating system caches: an in-process copy (what this tier held before
-  0.13) cost more to make (0.4-1.3 ms a group) than it saved.
+- **warm**: hyperframe headers (parsed, validated) by group id, bounded by their bytes.
+  Records are decoded where they lie in LMDB's map, which the system caches: a copy in
+  the process (this tier until 0.13) cost more to make (0.4-1.3 ms) than it saved.
 - **cold**: LMDB's memory map; the store counts its reads (see ``FrameStore.cache_stats``).
 
-Each tier is a :class:`ByteCache` with a replacement policy: ``"lru"`` or
-``"s3fifo"`` (S3-FIFO: a small probationary FIFO, a main FIFO with re-insertion of
-entries used since they were queued, and a ghost list of keys recently evicted from
-the small queue). Decoding a frame's hyperframe yields its neighbours cheaply, so the
-store puts a whole decoded group into the hot tier; S3-FIFO keeps those neighbours
-from pushing out frames that are used again and again. Measured in
-``benchmarks/cache_policies.py``, which chose the default.
+Each tier is a :class:`ByteCache` with a replacement policy: ``"lru"`` or ``"s3fifo"``
+(S3-FIFO: a small probationary FIFO, a main FIFO with re-insertion of entries used since
+they were queued, and a ghost list of keys recently evicted from the small queue).
+Decoding a frame's hyperframe yields its neighbours cheaply, so the store puts a whole
+decoded group into the hot tier; S3-FIFO keeps those neighbours from pushing out frames
+used again and again. Measured in ``benchmarks/cache_policies.py``, which chose it.
 
 Example:
     >>> cache = make_cache("s3fifo", capacity_bytes=1 << 20)
