@@ -1,9 +1,8 @@
 """The tiered cache in front of a store: hot decoded frames, warm group headers.
 
 - **hot**: decoded frames keyed by frame id, bounded in bytes.
-- **warm**: hyperframe headers (parsed, validated) by group id, bounded by their bytes.
-  Records are decoded where they lie in LMDB's map, which the system caches: a copy in
-  the process (this tier until 0.13) cost more to make (0.4-1.3 ms) than it saved.
+- **warm**: hyperframe headers (parsed, validated) by group id, bounded by their bytes
+  (records are decoded where they lie in LMDB's map: a copy cost more than it saved).
 - **cold**: LMDB's memory map; the store counts its reads (see ``FrameStore.cache_stats``).
 
 Each tier is a :class:`ByteCache` with a replacement policy: ``"lru"`` or ``"s3fifo"``
