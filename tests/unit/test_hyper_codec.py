@@ -618,3 +618,18 @@ def test_x264_options_are_checked() -> None:
     with pytest.raises(ValueError, match="gop= applies to intra='x264' only"):
         encode_group(frames, planes=[(32, 48), (16, 24), (16, 24)], pix_fmt="yuv420p",
                      intra="ffv1", gop=8)  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", [(4, 6, 3), (3, 4, 6, 3), (2, 2, 4, 6, 3), (5, 3)])
+def test_the_colour_transform_undone_into_any_rows(shape: tuple[int, ...]) -> None:
+    from hyperframes.hyper.codec._pixels import rct, unrct
+
+    rgb = np.random.default_rng(3).integers(0, 256, shape, dtype=np.uint8)
+    assert np.array_equal(unrct(rct(rgb)), rgb)
+    if len(shape) == 4:  # into a group's band of rows (each frame's contiguous) or columns
+        rows = np.zeros((shape[0], shape[1] + 3, *shape[2:]), np.uint8)
+        assert np.array_equal(unrct(rct(rgb), rows[:, 1 : 1 + shape[1]]), rgb)
+        assert np.array_equal(rows[:, 1 : 1 + shape[1]], rgb) and not rows[:, 0].any()
+        columns = np.zeros((*shape[:2], shape[2] + 2, 3), np.uint8)
+        unrct(rct(rgb), columns[:, :, 1:-1])
+        assert np.array_equal(columns[:, :, 1:-1], rgb) and not columns[:, :, 0].any()

@@ -75,8 +75,10 @@ def unrct(coded: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         g, r, b = cv2.split(np.ascontiguousarray(src))  # (a frame at a time: in the cache)
         np.add(r, g, out=r)
         np.add(b, g, out=b)
-        assert dst.flags.c_contiguous  # (cv2 writes into it, not a copy)
-        cv2.merge((r, g, b), dst=dst)
+        if dst.flags.c_contiguous:  # (cv2 writes into it)
+            cv2.merge((r, g, b), dst=dst)
+        else:
+            dst[...] = cv2.merge((r, g, b))
     return out
 
 
