@@ -8,7 +8,11 @@ import os
 import shutil
 import stat
 import struct
+import subprocess
+import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -327,3 +331,49 @@ def test_a_full_map_on_a_full_disk_says_free_space_and_resume(
     assert 0 < committed < len(frames)
     monkeypatch.setattr(_env.shutil, "disk_usage", real_usage)
     resume_and_check(path, frames, committed)
+
+
+GROW = """
+import lmdb, sys
+env = lmdb.open(sys.argv[1], map_size=1 << 20)
+env.set_mapsize(8 << 20)
+with env.begin(write=True) as txn:
+    txn.put(b"big", b"y" * (3 << 20))
+"""
+
+
+def test_a_grown_map_is_adopted_only_once_no_read_is_open(tmp_path: Path) -> None:
+    """Adopting a map another process grew unmaps the old one, and reads decode values
+    where they lie in it: the adoption waits for the open read, and never frees its
+    view under it."""
+    env = lmdb.open(str(tmp_path), map_size=1 << 20)
+    try:
+        with env.begin(write=True) as txn:
+            txn.put(b"small", b"x" * 1000)
+        gate, events = _env.ReadGate(), []
+        holding, grown = threading.Event(), threading.Event()
+
+        def first_reader() -> None:
+            with gate.read(env) as txn:
+                view = txn.get(b"small")
+                holding.set()
+                grown.wait(10)
+                time.sleep(0.2)  # (the other read meets the grown map meanwhile)
+                events.append(("first read", bytes(view[:3])))
+
+        def second_reader() -> None:
+            with gate.read(env) as txn:
+                events.append(("second read", len(txn.get(b"big"))))
+
+        first = threading.Thread(target=first_reader)
+        first.start()
+        assert holding.wait(10)
+        subprocess.run([sys.executable, "-c", GROW, str(tmp_path)], check=True, timeout=60)
+        grown.set()
+        second = threading.Thread(target=second_reader)
+        second.start()
+        first.join(10)
+        second.join(10)
+        assert events == [("first read", b"xxx"), ("second read", 3 << 20)]
+    finally:
+        env.close()

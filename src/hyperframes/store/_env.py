@@ -13,7 +13,7 @@ Settings, chosen on purpose:
   space of its file system, whichever is less; past that a commit fails with
   ``OSError(ENOSPC)``. Address space is reserved, not disk: the file grows with the
   data. Readers adopt a grown map (``set_mapsize(0)``) when LMDB reports
-  ``MapResizedError``.
+  ``MapResizedError``, once no read of this process is open (:class:`ReadGate`).
 - ``readahead=False``: random frame access should not pull neighbouring pages in.
 - ``max_readers=126`` (LMDB's default); ``max_dbs=2``: the ``table`` and ``records``
   databases beside the main one (header and state), so both append in key order.
@@ -45,7 +45,9 @@ import os
 import shutil
 import stat
 import threading
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +66,65 @@ STORE_KEYS = frozenset({HEADER_KEY, STATE_KEY, TABLE_DB, RECORDS_DB})
 """Every key of a store's main database (two values and the names of two databases)."""
 
 
+class ReadGate:
+    """The read transactions of one environment in this process, against adopting a map
+    another process grew: LMDB unmaps the old map then (``set_mapsize``), and a store
+    decodes records where they lie in it, inside their read. So a read waits while the map
+    is adopted, and the map is adopted once no read is open. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()  # guards the two fields below
+        self._reads = 0
+        self._adopting = False
+
+    @contextmanager
+    def read(self, env: lmdb.Environment) -> Iterator[Any]:
+        """A read transaction of ``env`` (its values are buffers into the map), for the
+        ``with`` block. Raises what ``env.begin`` raises, but a grown map, adopted."""
+        self._enter()
+        try:
+            try:
+                txn = env.begin(buffers=True)
+            except lmdb.MapResizedError:
+                self._adopt(env)
+                txn = env.begin(buffers=True)
+            with txn:
+                yield txn
+        finally:
+            with self._cond:
+                self._reads -= 1
+                self._cond.notify_all()
+
+    def _enter(self) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._adopting)
+            self._reads += 1
+
+    def _adopt(self, env: lmdb.Environment) -> None:
+        """Adopt the grown map once every other read has ended (this one holds none yet)."""
+        with self._cond:
+            self._reads -= 1
+            if self._adopting:  # (another thread is at it: wait for it)
+                self._cond.wait_for(lambda: not self._adopting)
+            else:
+                self._adopting = True
+                try:
+                    self._cond.wait_for(lambda: self._reads == 0)
+                    env.set_mapsize(0)
+                finally:
+                    self._adopting = False
+                    self._cond.notify_all()
+            self._reads += 1
+
+
 @dataclass(frozen=True)
 class Handles:
-    """An open environment and its two named databases."""
+    """An open environment, its two named databases, and the gate of its reads."""
 
     env: lmdb.Environment
     table: Any
     records: Any
+    gate: ReadGate = field(default_factory=ReadGate, compare=False)
 
     def require(self) -> None:
         """Raise :class:`StoreCorrupt` unless both named databases exist."""

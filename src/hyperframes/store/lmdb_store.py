@@ -40,7 +40,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import lmdb
 import numpy as np
 
 from ..errors import StoreCorrupt, StoreError
@@ -340,14 +339,11 @@ class FrameStore:
     # -- internals -----------------------------------------------------------------------
 
     def _begin(self) -> Any:
+        """A read transaction, for a ``with`` block (a map another process grew is adopted
+        once no read of this process is open: :class:`~._env.ReadGate`)."""
         if self._threads.closed:
             raise StoreError(f"store {str(self.path)!r} is closed")
-        env = self._handles.env
-        try:
-            return env.begin(buffers=True)
-        except lmdb.MapResizedError:
-            env.set_mapsize(0)  # another process grew the map: adopt its size
-            return env.begin(buffers=True)
+        return self._handles.gate.read(self._handles.env)
 
     def _load(self, txn: Any, state: fmt.StoreState) -> None:
         have = len(self.groups)
