@@ -191,7 +191,7 @@ def describe_modes(modes: list[Any]) -> str:
     for m in modes:
         name = m.intra + (f" --gop {m.gop}" if m.gop else "")
         lines.append(
-            f"  {name:<15} {percent(m.ratio):>6} of raw, a random frame ~{m.access_ms:.0f} ms "
+            f"  {name:<15} {percent(m.ratio):>6} of raw, a random frame ~{m.access_ms:.2g} ms "
             f"to decode, codes ~{m.pack_fps:.0f} frames/s"
         )
     small = min(modes, key=lambda m: m.ratio)
