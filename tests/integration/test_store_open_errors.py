@@ -377,3 +377,15 @@ def test_a_grown_map_is_adopted_only_once_no_read_is_open(tmp_path: Path) -> Non
         assert events == [("first read", b"xxx"), ("second read", 3 << 20)]
     finally:
         env.close()
+
+
+def test_a_store_is_read_with_the_kernels_readahead(tmp_path: Path) -> None:
+    """A frame's records are read whole: without readahead (``MADV_RANDOM``) each 4 KiB
+    page of a store not in the page cache came from disk on a fault of its own (127-146 ms
+    a random 512x512 uint16 frame, 3.2-3.3 ms with it, measured after dropping caches)."""
+    path = tmp_path / "s.hfs"
+    frames = np.zeros((4, 8, 8), np.uint8)
+    with StoreWriter(path, FrameSpec(frames.shape[1:], frames.dtype), {"fps": 25.0}) as w:
+        w.write_group(frames, pts=np.arange(4) / 25)
+    with FrameStore(path) as store:
+        assert store._handles.env.flags()["readahead"] is True
