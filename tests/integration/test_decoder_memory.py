@@ -45,13 +45,14 @@ print(json.dumps({"over": hwm() - base, "frames": report.frames, "budget": repor
 
 
 def encode(path: Path, width: int, height: int, frames: int) -> Path:
-    y, x = np.mgrid[0:height, 0:width]
+    y, x = np.mgrid[0:height, 0:width].astype(np.uint8)  # (uint8 sums wrap at 256)
+    rgb = np.stack([x, y, x ^ y], -1)
     with av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         for k in range(frames):
-            rgb = np.stack([(x + 8 * k) % 256, (y + 4 * k) % 256, (x ^ y) % 256], -1)
-            frame = av.VideoFrame.from_ndarray(rgb.astype(np.uint8), format="rgb24")
+            rgb[..., 0], rgb[..., 1] = x + np.uint8(8 * k % 256), y + np.uint8(4 * k % 256)
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
             out.mux(stream.encode(frame))
         out.mux(stream.encode(None))
     return path

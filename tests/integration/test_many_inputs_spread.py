@@ -254,7 +254,9 @@ def test_a_window_is_refused_before_any_work(folder: Path):
                   executor="processes", source_options={"size": (96, 64)})  # fmt: skip
 
 
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+@pytest.mark.parametrize(
+    "how", [signal.SIGKILL, pytest.param(signal.SIGINT, marks=pytest.mark.slow)]
+)
 def test_a_killed_job_leaves_nothing_and_resumes_to_the_same_table(
     how: signal.Signals, folder: Path, tmp_path: Path, capsys
 ):
