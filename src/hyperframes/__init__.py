@@ -45,6 +45,7 @@ if _TYPE_CHECKING:
     from .modes import Retry, ReuseByHyperframe, ReuseTarget
     from .pipeline import Pipeline
     from .store import FrameStore, StoreSink
+    from .transcoding import transcode
 
 #: The public names imported on first use (``hf.Pipeline``, ``from hyperframes import
 #: analyze``), so that ``import hyperframes`` and a command that needs a few parts do not
@@ -79,6 +80,7 @@ _LAZY = {
     "StoreSink": ".store",
     "run_chunked": ".chunked",
     "render_chunked": ".chunked",
+    "transcode": ".transcoding",
 }
 
 
@@ -135,4 +137,5 @@ __all__ = [
     "analyze",
     "render_chunked",
     "run_chunked",
+    "transcode",
 ]

@@ -228,11 +228,10 @@ def yuv_clip(tmp_path):
 
 
 def test_yuv_transcode_skips_colour_conversion_and_matches_the_rgb_path(tmp_path, yuv_clip, capsys):
-    from hyperframes.cli.transcode import TranscodeJob, planar_path
     from hyperframes.io.probe import probe
+    from hyperframes.transcoding import planar_path
 
-    job = TranscodeJob(str(yuv_clip), "out.mp4", size=(48, 32))
-    assert planar_path(job, probe(yuv_clip))
+    assert planar_path(probe(yuv_clip), {"size": (48, 32)}, None, {})
     fast, slow = tmp_path / "fast.mp4", tmp_path / "slow.mp4"
     run_json(capsys, "transcode", str(yuv_clip), str(fast), "--size", "48x32", "--crf", "0")
     run_json(

@@ -218,8 +218,8 @@ def test_a_stream_the_output_cannot_hold_is_named(tmp_path, capsys):
 
 def test_a_looped_input_names_what_it_does_not_carry(film, tmp_path, capsys):
     assert main(["transcode", str(film), str(tmp_path / "looped.mp4"), "--loop", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "warning: streams: not in the output: audio aac (eng) (stream 1: --loop plays" in out
+    out = " ".join(capsys.readouterr().out.split())  # (the report wraps its lines)
+    assert "not in the output: audio aac (eng) (stream 1: the input is played 2 times" in out
     assert "2 chapters" in out
 
 
@@ -338,7 +338,7 @@ def test_the_plan_is_a_pure_choice():
     with pytest.raises(ValueError, match="audio_codec must be one of"):
         Carry(audio_codec="wav")
     with pytest.raises(ValueError, match=r"a \.webm file cannot hold flac sound"):
-        Carry(audio_codec="flac").check(".webm", {"opus", "vorbis"})
+        Carry(audio_codec="flac").check("film.webm")
 
 
 def test_a_store_says_what_it_cannot_give_back(film, tmp_path, capsys):

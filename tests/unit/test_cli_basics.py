@@ -38,6 +38,7 @@ API = (
     "VideoFiles",  # 0.4.1: many videos as one source
     "VideoDataset",  # 0.6.0: a torch IterableDataset shared out among workers and ranks
     "Tensors",  # 0.5: batches as torch tensors for a loop of the user's
+    "transcode",  # 0.14: what the transcode command does, with its streams carried
 )  # fmt: skip
 """The API of 0.5. Batch, FramePool and TaskGraph left it in 0.3 (internals no public
 call takes or returns) and resolved at the root with a warning until 0.4."""

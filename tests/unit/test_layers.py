@@ -25,8 +25,9 @@ FLOORS = {
     "pipeline": 7, "gpu": 7,
     "analysis": 8, "segments": 8,
     "chunked": 9, "viewer": 9,
-    "cli": 10,
-    "__init__": 11, "__main__": 11,
+    "transcoding": 10,
+    "cli": 11,
+    "__init__": 12, "__main__": 12,
 }  # fmt: skip
 """The floor of each part: a top-level module or subpackage of ``hyperframes``."""
 

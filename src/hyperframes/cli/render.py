@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .common import UsageError, emit_report, frame_size, positive_float, positive_int
 from .observe import add_long_options, observed, workers_of
 from .scale import add_chunk_options, executor_for, ray_for_chunks, ship_module_of
-from .streams import carry_of, streams_report
+from .streams import carry_of
 from .video import add_encoder_options
 
 if TYPE_CHECKING:
@@ -93,6 +93,8 @@ def run_render(args: argparse.Namespace) -> int:
             progress=bar, monitor=watch, memory=args.memory, executor=executor
         ),
     )
+    from ..transcoding import streams_report
+
     streams_report(report)
     emit_report(args.observe, report, **written)
     return 0
@@ -121,6 +123,7 @@ def render_here(args: argparse.Namespace, fn: Any, executor: str) -> tuple[RunRe
     """A local render in segments made one after another and kept until the join, so
     that ``--resume`` continues an interrupted one."""
     from ..chunked import render_chunked
+    from ..transcoding import streams_report
 
     def run(bar: Any, watch: Any) -> RunReport:
         return render_chunked(
@@ -137,6 +140,7 @@ def render_here(args: argparse.Namespace, fn: Any, executor: str) -> tuple[RunRe
 def render_chunked_from(args: argparse.Namespace, fn: Any) -> tuple[RunReport, dict[str, Any]]:
     """``render --chunks``: the frame range in segments as Ray tasks, joined by stream copy."""
     from ..chunked import render_chunked
+    from ..transcoding import streams_report
 
     executor = ray_for_chunks(args.scale)
     ship_module_of(fn, executor)

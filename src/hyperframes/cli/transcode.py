@@ -8,26 +8,24 @@ import argparse
 import dataclasses
 import functools
 import operator
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..io.inputs import is_many
+from ..io.inputs import is_image_sequence, is_many
 from ..io.positions import Seconds
 from .common import UsageError, emit_report, print_json, progress_for, reuse_of
 from .many import PARTIAL, publish_failures, rate_for, refuse_rate
-from .observe import observed, observed_run, workers_of
+from .observe import observed, workers_of
 from .options import Encoding, Observe, Scale
 from .per_input import cluster_of, each, side_by_side
 from .sampling import sampling_of
-from .scale import ray_for_chunks
-from .streams import carry_of, frame_range, not_carried
+from .scale import executor_for, ray_for_chunks
+from .streams import carry_of, frame_range
 
 if TYPE_CHECKING:
     from .. import RunReport
-    from ..io.base import Sink
-    from ..io.formats import OnCorrupt, PixFmt
+    from ..io.formats import OnCorrupt
     from ..io.inputs import Input
     from ..io.video import Colour, Rotation
     from ..modes import ReuseTarget
@@ -145,156 +143,61 @@ def transcode_into(
 
 
 def transcode(job: TranscodeJob) -> tuple[RunReport, dict[str, Any]]:
-    """Run ``job``; returns the report and extra figures."""
-    from .. import Pipeline
-    from ..io.base import Source
-    from ..io.inputs import is_image_sequence
-    from ..io.loop import Looped, Retimed
-    from ..io.probe import probe
-    from ..io.sources import open_input
-    from ..io.video_sink import VideoSink
-
-    if Path(job.input).resolve() == Path(job.output).resolve():
-        raise ValueError("the output is the input; write to another path")
+    """Run ``job`` (:func:`hyperframes.transcode`, its options checked in the words of the
+    command line first); returns the report and what was written where."""
+    from .. import transcoding
 
     images = is_image_sequence(job.input)
-    facts = {} if images else probe(job.input)
-    start, stop = frame_range(job.input, job.start, job.stop, rate=job.rate if images else None)
-    planar = not images and not images_out(job.output) and planar_path(job, facts)
-    # an image sequence as its files hold it (alpha, 16 bits), unless a function reads it
-    pix_fmt: PixFmt = "yuv420p" if planar else "native" if images and not job.map else "rgb24"
-    if job.map is not None and job.chunks is not None:
-        raise UsageError("--map runs in one process for now; drop --chunks")
-    if images and job.chunks is not None:
-        raise UsageError("--chunks cuts a video at its keyframes, not images; drop --chunks")
     sampling = sampling_of(job)
-    if job.chunks is not None and set(sampling) - {"step"}:
-        raise UsageError("--keyframes, --fps, --at and --num-frames read in one process; "
-                         "drop --chunks")  # fmt: skip
+    refuse_chunks(job, images=images, sampled=set(sampling) - {"step"})
+    try:
+        transcoding.check(job.input, job.output)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    start, stop = frame_range(job.input, job.start, job.stop, rate=job.rate if images else None)
     carry = None
-    if not _dropped(job) and not images:  # the other streams go along in step with the frames
+    if not images and not transcoding.images_out(job.output):
         carry = carry_of(job.output, audio=job.audio, audio_codec=job.audio_codec,
                          subtitles=job.subtitles)  # fmt: skip
-    if job.chunks is not None:
-        if job.every > 1:
-            raise UsageError("--every does not combine with --chunks yet; drop one")
-        chunked = transcode_chunked(job, (start, stop), pix_fmt, carry)
-        return not_carried(*chunked, facts, dropped=_dropped(job))
-
-    def make() -> Source:
-        # the source resizes every frame to --size as it decodes it, so a stream whose
-        # frame size changes part-way comes out at one size
-        video: dict[str, Any] = {"rotation": job.rotation, "colour": job.colour}
-        if images:
-            video = {}
-        made = open_input(
-            job.input, start=start, stop=stop, on_corrupt=job.on_corrupt, pix_fmt=pix_fmt,
-            size=job.size, rate=job.rate, **video, **sampling,
-        )  # fmt: skip
-        if job.fps is not None:  # R frames a second: each shown at the instant it was asked for
-            return Retimed(made)
-        if job.at is not None:  # the frames asked for, one after the other at the input's rate
-            return Retimed(made, rate=float(made.info.get("fps") or 25))
-        return made
-
-    source: Source = Looped(make, times=job.loop) if job.loop > 1 else make()
-    options = job.encoding.options(input_pix_fmt="yuv420p" if planar else None, carry=carry)
-    sink: Sink = image_sink(job, source.info) if images_out(job.output) else VideoSink(
-        job.output, overwrite=job.encoding.overwrite, **options
-    )  # fmt: skip
-    pipeline = Pipeline.from_source(source, batch_size=job.batch_size)
+    video = {} if images else {"rotation": job.rotation, "colour": job.colour}
+    given = {"size": job.size, "rate": job.rate}
+    source_options = sampling | video | {k: v for k, v in given.items() if v is not None}
+    fn = None
     if job.map is not None:
         from ..models import load
 
         fn = load(job.map)
-        pipeline = pipeline.map(fn, workers=workers_of(job.scale), reuse=job.reuse)
-    report, extra = observed_run(job.observe, job.scale, pipeline.to(sink), "transcode")
-    skipped = getattr(source, "skipped", [])
-    if skipped:
-        extra["skipped_frames"] = skipped
-    return not_carried(report, extra, facts, dropped=_dropped(job))
-
-
-def _dropped(job: TranscodeJob) -> str:
-    """Why none of the input's other streams can go along ("" where they can)."""
-    if job.loop > 1:
-        return f"--loop plays the input {job.loop} times; its other streams are not carried"
-    if job.at is not None:
-        return "--at shows the frames asked for one after the other, out of the input's time"
-    if images_out(job.output):
-        return "the output is images, which hold no other streams"
-    return ""
-
-
-def images_out(output: str) -> bool:
-    """Whether ``output`` names images: a pattern (``frames/f_%05d.png``) or a folder
-    (one that exists, or a name ending in ``/``)."""
-    from ..io.inputs import is_image
-
-    return is_image(output) or os.path.isdir(output) or output.endswith(os.sep)
-
-
-def image_sink(job: TranscodeJob, info: dict[str, Any]) -> Sink:
-    """The images ``job`` writes: named by its pattern, else as the input's images were
-    (an image sequence's own pattern and numbers), else ``frame_000000.png`` on by frame."""
-    from ..io.image_names import PRINTF
-    from ..io.image_sink import ImageSequenceSink
-    from ..io.inputs import is_image
-
-    folder, name = os.path.split(job.output) if is_image(job.output) else (job.output, None)
-    if name is not None and not (PRINTF.search(name) or "{index" in name):
-        raise UsageError(
-            f"{job.output!r} names one image, and a transcode writes one a frame; put a "
-            "number in the name ('frames/frame_%06d.png') or name a folder ('frames/')"
-        )
-    naming: dict[str, Any] = {"pattern": name} if name else {}
-    if not name and info.get("pattern"):  # the input's own names
-        first, step, count = info["first_number"], info["number_step"], info["frames"]
-        naming = {"pattern": info["pattern"],
-                  "numbers": range(first, first + step * count * job.loop, step)}  # fmt: skip
-    return ImageSequenceSink(folder or ".", overwrite=job.encoding.overwrite, **naming)
-
-
-def transcode_chunked(
-    job: TranscodeJob, frames: tuple[int, int | None], pix_fmt: PixFmt, carry: Any
-) -> tuple[RunReport, dict[str, Any]]:
-    """``transcode --chunks`` of ``frames`` (start, stop): segments at keyframes as Ray
-    tasks, joined by stream copy."""
-    from ..chunked import run_chunked
-
-    if job.loop > 1:
-        raise UsageError("--chunks cuts one input at its keyframes; it cannot take --loop")
-    planar = {"input_pix_fmt": "yuv420p"} if pix_fmt == "yuv420p" else {}
-    executor = ray_for_chunks(job.scale)
+    if job.chunks is not None:
+        executor: Any = ray_for_chunks(job.scale)
+    else:
+        executor = executor_for(job.scale)
 
     def run(bar: Any, watch: Any) -> RunReport:
-        return run_chunked(
-            job.input, job.output, start=frames[0], stop=frames[1],
-            source_options={"size": job.size, "pix_fmt": pix_fmt, "on_corrupt": job.on_corrupt,
-                            "rotation": job.rotation, "colour": job.colour},
-            executor=executor, segments=job.chunks or None, batch_size=job.batch_size,
-            memory=job.scale.memory, overwrite=job.encoding.overwrite, progress=bar,
-            monitor=watch, carry=carry, **job.encoding.options(**planar),
+        return transcoding.transcode(
+            job.input, job.output, fn, start=start, stop=stop, loop=job.loop, carry=carry,
+            source_options=source_options | {"on_corrupt": job.on_corrupt},
+            workers=workers_of(job.scale), reuse=job.reuse, chunks=job.chunks,
+            batch_size=job.batch_size, memory=job.scale.memory, executor=executor,
+            overwrite=job.encoding.overwrite, progress=bar, monitor=watch,
+            **job.encoding.options(),
         )  # fmt: skip
 
-    report, extra = observed(job.observe, "transcode", run)
-    skipped = report.extra["chunks"].get("skipped_frames")
-    if skipped:
-        extra["skipped_frames"] = skipped
-    return report, extra
+    report, written = observed(job.observe, "transcode", run)
+    skipped = report.extra.get("skipped_frames")
+    return report, written | ({"skipped_frames": skipped} if skipped else {})
 
 
-def planar_path(job: TranscodeJob, facts: dict[str, Any]) -> bool:
-    """Whether a transcode can stay in yuv420p from decoder to encoder (no colour conversion):
-    a yuv420p input (``facts`` as :func:`~hyperframes.io.probe.probe` gives them), a yuv420p
-    encoder, and even sizes throughout."""
-    size = job.size or (facts["width"], facts["height"])
-    codec, pix_fmt = job.encoding.codec, job.encoding.pix_fmt
-    encoded = pix_fmt or ("yuv420p" if codec != "ffv1" else None)
-    return (
-        job.rotation != "apply"  # planes cannot be turned
-        and job.map is None  # a filter takes RGB frames
-        and facts.get("pix_fmt") == "yuv420p"
-        and encoded == "yuv420p"
-        and all(v % 2 == 0 for v in (*size, facts["width"], facts["height"]))
-    )
+def refuse_chunks(job: TranscodeJob, *, images: bool, sampled: set[str]) -> None:
+    """Refuse ``--chunks`` with what it cannot take, before any work."""
+    if job.chunks is None:
+        return
+    for given, why in (
+        (job.map is not None, "--map runs in one process for now; drop --chunks"),
+        (images, "--chunks cuts a video at its keyframes, not images; drop --chunks"),
+        (job.loop > 1, "--chunks cuts one input at its keyframes; it cannot take --loop"),
+        (job.every > 1, "--every does not combine with --chunks yet; drop one"),
+        (bool(sampled), "--keyframes, --fps, --at and --num-frames read in one process; "
+                        "drop --chunks"),
+    ):  # fmt: skip
+        if given:
+            raise UsageError(why)

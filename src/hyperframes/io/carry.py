@@ -27,6 +27,7 @@ without a word except what was asked to be left out.
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -86,9 +87,14 @@ class Carry:
         ):
             raise ValueError(f"this FFmpeg build has no {self.audio_codec} encoder")
 
-    def check(self, suffix: str, supported: set[str] | frozenset[str]) -> None:
-        """Refuse, before any work, an ``audio_codec`` the container cannot hold."""
-        if self.audio == "keep" and self.audio_codec and self.audio_codec not in supported:
+    def check(self, output: str | os.PathLike[str]) -> None:
+        """Refuse, before any work, an ``audio_codec`` the ``output``'s container cannot
+        hold (a container FFmpeg does not know is left for the sink to name)."""
+        suffix = os.path.splitext(output)[1].lower()
+        supported = container_codecs(suffix) if self.audio_codec else None
+        if supported is None or self.audio != "keep":
+            return
+        if self.audio_codec and self.audio_codec not in supported:
             takes = sorted(c for c in AUDIO_ENCODERS if c in supported)
             raise ValueError(
                 f"a {suffix} file cannot hold {self.audio_codec} sound; pick one of "
