@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
 import hyperframes as hf  # noqa: E402
+from hyperframes.io import shared_blocks  # noqa: E402
 
 
 def data_loader(dataset, **options) -> DataLoader:
@@ -169,9 +170,14 @@ def shared_memory() -> set[str]:
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
-def test_a_loader_deleted_mid_epoch_leaves_nothing_behind(folder: Path) -> None:
+@pytest.mark.parametrize("batches", [False, True])
+def test_a_loader_deleted_mid_epoch_leaves_nothing_behind(folder: Path, batches: bool) -> None:
     before_shm, before_threads = shared_memory(), set(threading.enumerate())
-    loader = data_loader(hf.VideoDataset(folder, fps=5), batch_size=4, num_workers=2)
+    if batches:  # (the worker's reused blocks of shared memory)
+        loader = data_loader(hf.VideoDataset(folder, fps=5, batch_size=4), batch_size=None,
+                             num_workers=2)  # fmt: skip
+    else:
+        loader = data_loader(hf.VideoDataset(folder, fps=5), batch_size=4, num_workers=2)
     batches = iter(loader)
     for _ in range(3):
         assert next(batches)["frames"].dtype == torch.uint8
@@ -250,3 +256,42 @@ def test_tensors_make_a_loaders_batches_float_reusing_what_the_loop_let_go(folde
             let_go.add(x.data_ptr())
     assert all(torch.equal(x, want) for x, want in kept)  # kept ones never changed
     assert len(let_go) < len(kept)  # those let go were made in a few tensors, again and again
+
+
+def mapped_file(tensor) -> int:
+    """The inode of the shared memory ``tensor``'s pixels are mapped from, in this process."""
+    address = tensor.untyped_storage().data_ptr()
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        span, _, _, _, inode, *_ = line.split()
+        low, high = (int(v, 16) for v in span.split("-"))
+        if low <= address < high:
+            return int(inode)
+    raise AssertionError("the batch is in no mapping")
+
+
+@pytest.mark.parametrize("keep", ["none", "every other", "a view of each", "all"])
+def test_batches_the_loop_keeps_never_change_and_the_rest_reuse_a_few_blocks(folder, keep):
+    """A worker's blocks of shared memory are reused once the loop has let a batch go, and
+    only then: a batch kept whole, or only through a view of it, keeps its pixels."""
+    clip = folder / "bikes.mp4"
+    with hf.VideoSource(clip, size=(64, 48)) as source:
+        plain = np.stack(list(source))
+    dataset = hf.VideoDataset(clip, size=(64, 48), batch_size=8)
+    kept, files = [], set()
+    for k, batch in enumerate(data_loader(dataset, batch_size=None, num_workers=2)):
+        files.add(mapped_file(batch["frames"]))
+        first = int(batch["frame"][0])
+        if keep == "all" or (keep == "every other" and k % 2):
+            kept.append((first, batch["frames"]))
+        elif keep == "a view of each":
+            kept.append((first + 1, batch["frames"][1:3]))
+        del batch
+    assert len(kept) == {"none": 0, "every other": 16, "a view of each": 32, "all": 32}[keep]
+    for first, frames in kept:
+        assert np.array_equal(
+            frames.permute(0, 2, 3, 1).numpy(), plain[first : first + len(frames)]
+        )
+    if keep == "none":  # two workers, each with a few blocks in turn (32 batches)
+        assert len(files) <= 2 * shared_blocks.KEPT
+    if keep == "all":
+        assert len(files) == 32

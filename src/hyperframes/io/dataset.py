@@ -11,7 +11,8 @@ worker, by ``seed`` and the epoch (:meth:`VideoDataset.set_epoch`). A worker rea
 units one after the other into a buffer of ``clip`` frames, so its memory stays flat
 whatever the inputs' length. With ``batch_size`` a worker hands whole batches instead, read
 in one go into shared memory (``DataLoader(dataset, batch_size=None)``): no sample by
-sample collation and no copy on the way to the loop.
+sample collation and no copy on the way to the loop, in a few blocks of shared memory
+that the worker reuses once the loop has let a batch go (:mod:`.shared_blocks`).
 
 Example:
     >>> dataset = VideoDataset("clips/", fps=2, size=(224, 224))  # doctest: +SKIP
@@ -25,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import sys
@@ -37,6 +37,7 @@ import numpy as np
 
 from .file_reader import open_item
 from .inputs import Input, expand
+from .shared_blocks import Blocks, ByValue
 from .tensors import import_torch
 from .video_files import READ_ERRORS, OnError
 
@@ -126,9 +127,11 @@ class VideoDataset(IterableDataset):
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
         shards = workers * self.world_size
         shard = self.rank * workers + worker
+        # a worker's batches go to the loop in shared blocks it reuses once let go
+        blocks = Blocks() if info is not None and self.batch_size is not None else None
         for k, part, parts in self.units(shards)[shard::shards]:
             try:
-                yield from self._read(self.inputs[k], part, parts)
+                yield from self._read(self.inputs[k], part, parts, blocks)
             except READ_ERRORS as exc:
                 if self.on_error == "fail":
                     raise
@@ -136,8 +139,11 @@ class VideoDataset(IterableDataset):
                 warnings.warn(f"{self.inputs[k].path!r} is left out of this epoch ({reason}); "
                               "on_error='fail' stops instead", stacklevel=2)  # fmt: skip
 
-    def _read(self, item: Input, part: int, parts: int) -> Iterator[dict[str, Any]]:
-        """The samples of run ``part`` of ``parts`` of ``item``."""
+    def _read(
+        self, item: Input, part: int, parts: int, blocks: Blocks | None
+    ) -> Iterator[dict[str, Any]]:
+        """The samples of run ``part`` of ``parts`` of ``item`` (batches in ``blocks``,
+        where given)."""
         source = open_item(item, size=self.size, **(_threads() | self.options))
         try:
             if parts > 1 and source.length is None:  # (a Matroska file says nothing)
@@ -152,8 +158,10 @@ class VideoDataset(IterableDataset):
             # (where the count is not known, clips come until fewer than a clip are left)
             samples = self.batch_size or 1
             while True:
-                frames = _tensor((samples * self.clip, *source.spec.shape),
-                                 shared=self.batch_size is not None)  # fmt: skip
+                shape = (samples * self.clip, *source.spec.shape)
+                frames, block = torch.empty(shape, dtype=torch.uint8), None
+                if blocks is not None:
+                    frames, block = blocks.tensor(shape)
                 numbers, times = _fill(source, frames.numpy())
                 whole = len(numbers) // self.clip
                 if not whole:
@@ -166,23 +174,25 @@ class VideoDataset(IterableDataset):
                            "path": item.path, "frame": int(numbers[0]),
                            "time": float(times[0])}  # fmt: skip
                 else:
-                    yield {"frames": clips[:, 0] if self.clip == 1 else clips,
-                           "path": item.path, "frame": torch.from_numpy(numbers[firsts]),
-                           "time": torch.from_numpy(times[firsts])}  # fmt: skip
+                    batch = clips[:, 0] if self.clip == 1 else clips
+                    yield _batch(batch, block, blocks, path=item.path, frame=numbers[firsts],
+                                 time=times[firsts])  # fmt: skip
                 if whole < samples:
                     return
         finally:
             source.close()
 
 
-def _tensor(shape: tuple[int, ...], *, shared: bool) -> Any:
-    """A uint8 tensor of ``shape`` for a sample or a batch: a ``shared`` one (a batch) in
-    shared memory inside a ``DataLoader``'s worker, so that it reaches the loop with no
-    copy (a sample is copied into the loader's own batch, which is shared)."""
-    if not shared or torch.utils.data.get_worker_info() is None:
-        return torch.empty(shape, dtype=torch.uint8)
-    storage = torch.UntypedStorage._new_shared(math.prod(shape))  # as the loader's own collate
-    return torch.empty(0, dtype=torch.uint8).set_(storage).view(shape)
+def _batch(frames: Any, block: int | None, blocks: Blocks | None, **values: Any) -> dict[str, Any]:
+    """A batch as the loop gets it; from a worker (``blocks``), the frames on their block
+    and the small arrays by value (as tensors of shared memory, each would cost a file
+    descriptor passed and mapped)."""
+    if blocks is None:
+        return {"frames": frames} | {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                                     for k, v in values.items()}  # fmt: skip
+    return {"frames": blocks.handed(frames, block)} | {
+        k: ByValue(v) if isinstance(v, np.ndarray) else v for k, v in values.items()
+    }
 
 
 def _fill(source: Any, out: Any) -> tuple[Any, Any]:
