@@ -295,3 +295,33 @@ def test_batches_the_loop_keeps_never_change_and_the_rest_reuse_a_few_blocks(fol
         assert len(files) <= 2 * shared_blocks.KEPT
     if keep == "all":
         assert len(files) == 32
+
+
+def shm_mapped() -> set[int]:
+    """The inodes of torch's shared memory (unlinked once made) that this process maps."""
+    return {int(line.split()[4]) for line in Path("/proc/self/maps").read_text().splitlines()
+            if "/torch_" in line}  # fmt: skip
+
+
+def test_the_loop_keeps_its_workers_blocks_mapped_while_they_run(folder: Path):
+    """The loop's process maps a worker's blocks once (a block sent again is found mapped,
+    not mapped afresh), and lets them go once the loop has let go of the last batch of a
+    loader whose workers have ended, epoch after epoch."""
+    clip = folder / "bikes.mp4"
+    with hf.VideoSource(clip, size=(64, 48)) as source:
+        plain = np.stack(list(source))
+    before = shm_mapped()
+    dataset = hf.VideoDataset(clip, size=(64, 48), batch_size=8)
+    for epoch in range(3):
+        files, mapped = set(), []
+        for batch in data_loader(dataset, batch_size=None, num_workers=2):
+            files.add(mapped_file(batch["frames"]))
+            mapped.append(files <= shm_mapped())
+            first = int(batch["frame"][0])
+            assert np.array_equal(batch["frames"].permute(0, 2, 3, 1).numpy(),
+                                  plain[first : first + len(batch["frames"])])  # fmt: skip
+        del batch
+        gc.collect()
+        assert len(files) <= 2 * 3, epoch  # (2 in flight and 1 held, at most, a worker)
+        assert shm_mapped() - before == set()  # (the workers ended: their blocks go)
+        assert all(mapped)  # every block seen stayed mapped while the workers ran

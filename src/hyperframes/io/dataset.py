@@ -37,7 +37,7 @@ import numpy as np
 
 from .file_reader import open_item
 from .inputs import Input, expand
-from .shared_blocks import Blocks, ByValue
+from .shared_blocks import Blocks, ByValue, keep_mappings
 from .tensors import import_torch
 from .video_files import READ_ERRORS, OnError
 
@@ -107,6 +107,7 @@ class VideoDataset(IterableDataset):
         self.options = source_options
         self.epoch = 0
         self.batch_size = None if batch_size is None else int(batch_size)
+        self._owner = keep_mappings(self)  # (this process keeps its workers' blocks mapped)
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next pass is (it seeds the shuffle), as ``DistributedSampler``
@@ -128,7 +129,9 @@ class VideoDataset(IterableDataset):
         shards = workers * self.world_size
         shard = self.rank * workers + worker
         # a worker's batches go to the loop in shared blocks it reuses once let go
-        blocks = Blocks() if info is not None and self.batch_size is not None else None
+        blocks = None
+        if info is not None and self.batch_size is not None:
+            blocks = Blocks(self._owner, worker)
         for k, part, parts in self.units(shards)[shard::shards]:
             try:
                 yield from self._read(self.inputs[k], part, parts, blocks)
