@@ -105,9 +105,10 @@ def transcode(
         the frames ``on_corrupt="skip"`` left out, where there were any.
 
     Raises:
-        ValueError: the output is the input, or options that do not go together
-            (``chunks`` with ``fn``, ``loop`` or a sampling other than ``step``; ``chunks``
-            over images; an unknown source option).
+        ValueError: what :func:`check` refuses, before any work (the output is the input
+            or names one image, an unknown source option, ``reuse`` without ``fn``,
+            ``chunks`` with what they cannot take), and what the source, the sink or the
+            run raise.
         FileExistsError: ``output`` exists and ``overwrite`` is false.
     """
     from .io.inputs import is_image_sequence

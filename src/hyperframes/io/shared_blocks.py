@@ -106,9 +106,8 @@ class ByValue:
 _OWNERS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 """The datasets of this process whose workers' blocks it keeps mapped, by key."""
 _MAPPINGS: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
-"""For each such dataset, by worker: its flags and this process's mapping of its blocks."""
-
-
+"""For each such dataset, by worker number: the worker's process id and this process's
+mapping of each of its blocks."""
 _KEYS = itertools.count()
 
 
