@@ -220,7 +220,9 @@ def test_a_broken_input_is_left_out_with_a_warning_or_fails(folder: Path, tmp_pa
         list(hf.VideoDataset(clips, size=(64, 48), fps=5, on_error="fail"))
 
 
-def test_each_worker_decodes_on_its_share_of_the_cores(monkeypatch, clip_path):
+def test_each_worker_decodes_on_its_share_of_the_cores_and_leaves_what_it_inherited_be(
+    monkeypatch, clip_path
+):
     import hyperframes.io.dataset as dataset_module
 
     share = max(1, len(os.sched_getaffinity(0)) // 2)
@@ -230,6 +232,8 @@ def test_each_worker_decodes_on_its_share_of_the_cores(monkeypatch, clip_path):
     def checked(item, **options):  # (in the loader's forked workers: a failure ends the epoch)
         if options.get("threads") != expected["threads"]:
             raise AssertionError(f"a worker's decoder took threads={options.get('threads')!r}")
+        if not gc.get_freeze_count():  # (the collector leaves the inherited objects be)
+            raise AssertionError("a worker's collector walks the objects it inherited")
         return real(item, **options)
 
     monkeypatch.setattr(dataset_module, "open_item", checked)
