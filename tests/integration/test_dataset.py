@@ -329,3 +329,25 @@ def test_the_loop_keeps_its_workers_blocks_mapped_while_they_run(folder: Path):
         assert len(files) <= 2 * 3, epoch  # (2 in flight and 1 held, at most, a worker)
         assert shm_mapped() - before == set()  # (the workers ended: their blocks go)
         assert all(mapped)  # every block seen stayed mapped while the workers ran
+
+
+def test_persistent_workers_hand_every_frame_right_epoch_after_epoch(folder: Path):
+    """Workers that live from epoch to epoch make new blocks each epoch; the loop's
+    process maps the new ones in place of the old, and every frame is right."""
+    clip = folder / "carphone_pristine.mp4"
+    with hf.VideoSource(clip, size=(64, 48)) as source:
+        plain = np.stack(list(source))
+    before = shm_mapped()
+    dataset = hf.VideoDataset(clip, size=(64, 48), batch_size=8)
+    loader = data_loader(dataset, batch_size=None, num_workers=2, persistent_workers=True)
+    for epoch in range(3):
+        seen = []
+        for batch in loader:
+            first = int(batch["frame"][0])
+            frames = batch["frames"].permute(0, 2, 3, 1).numpy()
+            assert np.array_equal(frames, plain[first : first + len(frames)]), epoch
+            seen += range(first, first + len(frames))
+        assert sorted(seen) == list(range(len(plain)))
+        assert len(shm_mapped() - before) <= 2 * (3 + 1)  # (this epoch's blocks and flags)
+    del batch, loader
+    gc.collect()
