@@ -111,6 +111,7 @@ def transcode(
             run raise.
         FileExistsError: ``output`` exists and ``overwrite`` is false.
     """
+    from .io.file_reader import frames_of
     from .io.inputs import is_image_sequence
     from .io.probe import probe
 
@@ -119,7 +120,7 @@ def transcode(
     check(input, output, source_options=options, fn=fn, reuse=reuse, loop=loop, chunks=chunks)
     images = is_image_sequence(input)
     facts = {} if images else probe(input)
-    start, stop = _frames(input, start, stop, rate=options.get("rate") if images else None)
+    start, stop = frames_of(input, start, stop, rate=options.get("rate"))
     planar = not images and not images_out(output) and planar_path(facts, options, fn, encoder)
     # an image sequence as its files hold it (alpha, 16 bits), unless a function reads it
     pix_fmt: PixFmt = "yuv420p" if planar else "native" if images and fn is None else "rgb24"
@@ -186,22 +187,6 @@ def check(
     ):  # fmt: skip
         if given:
             raise ValueError(why)
-
-
-def _frames(
-    path: str, start: int | Seconds, stop: int | Seconds | None, *, rate: Any
-) -> tuple[int, int | None]:
-    """``start`` and ``stop`` as frame indices (an image sequence's at ``rate``, 25 unless
-    given)."""
-    from fractions import Fraction
-
-    from .io import positions
-    from .io.inputs import is_image_sequence
-
-    every = None
-    if rate is not None or is_image_sequence(path):
-        every = Fraction(rate) if rate else positions.DEFAULT_RATE
-    return positions.frame_range(path, start, stop, rate=every)
 
 
 def _dropped(output: str, *, loop: int, at: Any) -> str:

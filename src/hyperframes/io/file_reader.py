@@ -35,6 +35,18 @@ if TYPE_CHECKING:
     Opened = VideoSource | ImageSequenceSource
 
 
+def frames_of(
+    path: str | os.PathLike[str], start: Any, stop: Any, *, rate: Fraction | float | str | None
+) -> tuple[int, int | None]:
+    """``start`` and ``stop`` (frame indices, or :class:`~.positions.Seconds`) as frame
+    indices of ``path``: a video's by its frames' timestamps, an image sequence's at
+    ``rate`` (25 unless given; a video's ``rate`` is not used here)."""
+    every = None
+    if is_image_sequence(path):
+        every = DEFAULT_RATE if rate is None else rate_of(rate)
+    return frame_range(path, start, stop, rate=every)
+
+
 def open_item(
     item: Input,
     *,
@@ -46,12 +58,11 @@ def open_item(
     frames), its manifest's ``at`` times, an image sequence at ``rate`` (25 unless given);
     from ``start`` where given."""
     images = is_image_sequence(item.path)
-    every = (DEFAULT_RATE if rate is None else rate_of(rate)) if images else None
-    first, stop = frame_range(item.path, item.start, item.stop, rate=every)  # times: frames
+    first, stop = frames_of(item.path, item.start, item.stop, rate=rate)  # times: frames
     if "at" in item.columns:  # this row's own times
         options = {**options, "at": times_of(item.columns["at"], item.path)}
     return open_input(item.path, start=first if start is None else start, stop=stop,
-                      rate=every, **options)  # fmt: skip
+                      rate=rate if images else None, **options)  # fmt: skip
 
 
 def header_footprint(item: Input, *, size: Any, pix_fmt: PixFmt) -> Footprint:

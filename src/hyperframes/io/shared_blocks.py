@@ -23,6 +23,7 @@ a new epoch takes the same place, or with the dataset.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import weakref
 from typing import Any
@@ -56,7 +57,7 @@ class Blocks:
     def tensor(self, shape: tuple[int, ...]) -> tuple[Any, int | None]:
         """A uint8 tensor of ``shape`` on a block the loop has let go, or on a new one;
         and the block's number (``None``: a block not kept, all of them being held)."""
-        nbytes = _count(shape)
+        nbytes = math.prod(shape)
         held = self._held.tolist()
         free = [k for k in range(len(self.blocks)) if not held[k]]
         if free:
@@ -160,10 +161,3 @@ def _let_go(flags: Any, k: int, dataset: Any = None) -> None:
 
 def _bytes_of(storage: Any) -> Any:
     return torch.empty(0, dtype=torch.uint8).set_(storage)
-
-
-def _count(shape: tuple[int, ...]) -> int:
-    n = 1
-    for size in shape:
-        n *= size
-    return n
