@@ -21,7 +21,9 @@ static; PySceneDetect's clip, skipped when absent); a simulation (``--sim-frames
 sequential frames/s, a random frame's median ms (``--reads`` frames, the same for every
 approach), the first frame after open; then the goals: sequential >= 1.0x zarr's 8-frame
 chunks (the faster of zstd and blosc), a random frame <= 1.5x zarr's 1-frame chunks, at
-<= 0.5x zarr's 8-frame bytes.
+<= 0.5x zarr's 8-frame bytes. For the simulation, also what bounds its bytes from below:
+the entropy of its noise alone (what a coder that knew the waves exactly would still have
+to store), and FFV1 at its strongest (``--no-bounds`` leaves them out).
 
 Run:  pip install zarr   (3.x)
       python benchmarks/store_read.py [--rounds 3] [--reads 40] [--sim-frames 2000]
@@ -30,6 +32,9 @@ Run:  pip install zarr   (3.x)
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
+import os
 import shutil
 import statistics
 import tempfile
@@ -37,6 +42,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import av
 import cv2
 import numpy as np
 
@@ -47,6 +53,8 @@ from hyperframes.store import FrameStore, StoreSink
 from hyperframes.store.source import StoreSource
 
 WORK = Path(tempfile.gettempdir()) / "hyperframes-store-read"
+NOISE = 4.0
+"""The simulation's sensor noise: Gaussian, this standard deviation in levels."""
 
 
 def video_frames(path: Path) -> np.ndarray:
@@ -66,9 +74,49 @@ def simulation(count: int, size: int = 512) -> np.ndarray:
     for t in range(count):
         phase = t / 40
         wave = 600 * np.sin(14 * (x + 0.3 * y) - phase) + 300 * np.cos(9 * y + 0.5 * phase)
-        noise = rng.normal(0, 4, (size, size))
+        noise = rng.normal(0, NOISE, (size, size))
         out[t] = np.clip(2048 + field + wave + noise, 0, 4095).astype(np.uint16)
     return out
+
+
+def noise_bits(sigma: float = NOISE) -> float:
+    """Bits a pixel that the noise alone holds: the entropy of ``floor(s + noise)`` for a
+    known ``s``, averaged over where ``s`` falls between two levels. No lossless coder
+    of the frames goes below it, whatever its model of the signal."""
+
+    def entropy(fraction: float) -> float:
+        cdf = [0.5 * math.erf((k - fraction) / (sigma * math.sqrt(2))) for k in range(-60, 62)]
+        probabilities = [b - a for a, b in itertools.pairwise(cdf) if b > a]
+        return -sum(p * math.log2(p) for p in probabilities)
+
+    return statistics.fmean(entropy(f / 64) for f in range(64))
+
+
+def ffv1_bytes(frames: np.ndarray, folder: Path) -> int:
+    """Bytes of ``frames`` (uint16 grey) in FFV1 at its strongest: level 3, the large
+    context model, the range coder (checked bit for bit on the way back)."""
+    path = folder / "ffv1.mkv"
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = frames.shape[2], frames.shape[1], "gray16le"
+        stream.options = {"level": "3", "context": "1", "coder": "range_tab", "slices": "4"}
+        for frame in frames:
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="gray16le")))
+        container.mux(stream.encode())
+    with av.open(str(path)) as container:
+        back = np.stack([f.to_ndarray() for f in container.decode(video=0)])
+    assert np.array_equal(back, frames), "FFV1 did not give the frames back"
+    return os.path.getsize(path)
+
+
+def print_bounds(frames: np.ndarray, folder: Path, eight: int) -> None:
+    """The simulation's bytes against what bounds them from below (``eight``: zarr's
+    8-frame bytes, the goal's measure)."""
+    floor = noise_bits() * frames.size / 8
+    ffv1 = ffv1_bytes(frames, folder)
+    print(f"bounds: the noise alone {floor / 1e6:.1f} MB ({noise_bits():.2f} bits a pixel; "
+          f"{floor / eight:.2f}x zarr's 8-frame bytes), FFV1 at its strongest "
+          f"{ffv1 / 1e6:.1f} MB ({ffv1 / eight:.2f}x)")  # fmt: skip
 
 
 def folder_bytes(path: Path) -> int:
@@ -209,7 +257,7 @@ def read_random(approach: Approach, frames: np.ndarray, picks: list[int]) -> tup
     return statistics.median(times) * 1000, first * 1000
 
 
-def measure(kind: str, frames: np.ndarray, rounds: int, reads: int) -> None:
+def measure(kind: str, frames: np.ndarray, rounds: int, reads: int, bounds: bool) -> None:
     folder = WORK / kind
     shutil.rmtree(folder, ignore_errors=True)
     every = approaches()
@@ -245,6 +293,8 @@ def measure(kind: str, frames: np.ndarray, rounds: int, reads: int) -> None:
           f"{rand[piped][0] / one:.2f}x zarr zstd 1 cached, {rand[iterated][0] / one:.2f}x "
           f"uncached (<= 1.5); bytes {sizes[piped] / sizes[eight]:.2f}x {eight} "
           "(<= 0.5)")  # fmt: skip
+    if bounds and kind == "simulation":
+        print_bounds(frames, folder, sizes[eight])
 
 
 def main() -> None:
@@ -253,6 +303,11 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=40)
     parser.add_argument("--sim-frames", type=int, default=2000)
     parser.add_argument("--only", choices=("bunny", "testvideo", "simulation"))
+    parser.add_argument(
+        "--no-bounds",
+        action="store_true",
+        help="leave out the simulation's lower bounds (its noise, FFV1)",
+    )
     args = parser.parse_args()
     kinds: dict[str, Callable[[], np.ndarray]] = {
         "bunny": lambda: video_frames(clip_folder() / "bigbuckbunny.mp4"),
@@ -265,7 +320,7 @@ def main() -> None:
         if kind == "testvideo" and not (scene_folder() / "testvideo.mp4").is_file():
             print("\ntestvideo: skipped (PySceneDetect's clips are not here)")
             continue
-        measure(kind, frames_of(), args.rounds, args.reads)
+        measure(kind, frames_of(), args.rounds, args.reads, not args.no_bounds)
 
 
 if __name__ == "__main__":
