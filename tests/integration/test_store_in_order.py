@@ -4,6 +4,7 @@ record is read once is checked by test_observability_figures)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -46,3 +47,48 @@ def test_a_store_source_reads_every_frame_once_whatever_its_batches(stored, batc
     source = StoreSource(path, start=3, stop=88)
     got = hf.Pipeline.from_source(source, batch_size=batch).collect()
     np.testing.assert_array_equal(got, frames[3:88])
+
+
+@pytest.fixture(scope="module")
+def colour(tmp_path_factory) -> tuple[Path, np.ndarray]:
+    """A store of 60 RGB frames (its colour transform undone on the way out) in
+    hyperframes of 5 frames: a batch of 16 holds whole ones and parts of others."""
+    rng = np.random.default_rng(5)
+    frames = np.repeat(rng.integers(0, 256, (12, 36, 48, 3), np.uint8), 5, axis=0)
+    frames[1::5] += 1  # (a delta in every hyperframe)
+    path = tmp_path_factory.mktemp("colour") / "s.hfs"
+    with FrameStore.create(path, hf.FrameSpec((36, 48, 3))) as writer:
+        for at in range(0, 60, 5):
+            writer.write_group(frames[at : at + 5].copy())
+    return path, frames
+
+
+@pytest.mark.parametrize("batch", [1, 4, 8, 16, 64])
+@pytest.mark.parametrize(("start", "stop"), [(0, 60), (3, 58), (5, 55)])
+def test_whole_hyperframes_are_decoded_into_the_batch_and_parts_handed_on(
+    colour, batch: int, start: int, stop: int
+) -> None:
+    path, frames = colour
+    got = hf.Pipeline.from_source(StoreSource(path, start=start, stop=stop), batch_size=batch)
+    np.testing.assert_array_equal(got.collect(), frames[start:stop])
+
+
+def test_a_damaged_hyperframe_read_into_a_batch_names_its_frames(colour, tmp_path) -> None:
+    import lmdb
+
+    from hyperframes.store import format as fmt
+
+    path, _ = colour
+    copy = tmp_path / "s.hfs"
+    shutil.copytree(path, copy)
+    env = lmdb.open(str(copy), max_dbs=2)
+    try:  # a byte of group 2 (frames 10..14, whole within the first batch of 16) flipped
+        records = env.open_db(fmt.RECORDS_DB)
+        with env.begin(write=True, db=records) as txn:
+            record = bytearray(txn.get(fmt.group_key(2)))
+            record[len(record) // 2] ^= 0xFF
+            txn.put(fmt.group_key(2), bytes(record))
+    finally:
+        env.close()
+    with pytest.raises(hf.StoreCorrupt, match=r"group 2 \(frames 10\.\.14\)"):
+        hf.Pipeline.from_source(StoreSource(copy), batch_size=16).collect()

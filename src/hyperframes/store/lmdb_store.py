@@ -276,17 +276,13 @@ class FrameStore:
         first, last = self.groups.group_of(start), self.groups.group_of(stop - 1)
         pool = ThreadPoolExecutor(1, thread_name_prefix="hf-store-iter")
         try:
-            ahead = pool.submit(self._load_group, first)
+            ahead = pool.submit(self.group, first)
             for g in range(first, last + 1):
                 frames = ahead.result()
                 if g < last:
-                    ahead = pool.submit(self._load_group, g + 1)
+                    ahead = pool.submit(self.group, g + 1)
                 a, b = self.groups.span(g)
-                run = frames[max(a, start) - a : min(b, stop) - a]
-                if self._rgb:  # (converted frame by frame)
-                    run = np.stack([self._out(frame) for frame in run])
-                    run.flags.writeable = False
-                yield run
+                yield frames[max(a, start) - a : min(b, stop) - a]
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -388,16 +384,39 @@ class FrameStore:
                 self.cache.warm.put(g, record[1], record[1].payload_start)
             yield record
 
-    def _load_group(self, g: int, *, hashed: bool = False) -> np.ndarray:
+    def _load_group(
+        self, g: int, *, hashed: bool = False, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Group ``g``'s frames as stored, decoded into ``out`` where given, and checked."""
         first, stop = self.groups.span(g)
         try:
             with self._record(g, hashed=hashed) as (data, header):
-                frames = decode_group(data, header=header, pool=self._threads.bands())
+                pool = self._threads.bands()
+                frames = decode_group(data, header=header, pool=pool, out=out)
         except StoreCorrupt as exc:
             raise corrupt(
                 f"group {g} (frames {first}..{stop - 1}): {exc}", range(first, stop)
             ) from None
-        return checked_group(frames, g, self.groups, self.header.spec)
+        return checked_group(frames[:], g, self.groups, self.header.spec)
+
+    def group(self, g: int, out: np.ndarray | None = None) -> np.ndarray:
+        """The frames of group ``g`` (a hyperframe: ``groups.span(g)``) as this store gives
+        them, each checked: decoded straight into ``out`` where given (an array of their
+        shape: a run's slot, say), else into a new, read-only array.
+
+        Raises:
+            StoreCorrupt: the group's record or a frame does not check out.
+        """
+        if not self._rgb:
+            return self._load_group(g, out=out)
+        frames = self._load_group(g)
+        if out is None:
+            out = np.stack([self._out(frame) for frame in frames])
+            out.flags.writeable = False
+            return out
+        for j, frame in enumerate(frames):
+            out[j] = self._out(frame)
+        return out
 
     def _fits(self, g: int) -> bool:
         """Whether the hot tier can hold group ``g`` decoded."""

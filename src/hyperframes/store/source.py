@@ -1,8 +1,10 @@
 """``StoreSource``: a store's frames as a pipeline source (for unpacking and reprocessing).
 
-The source reads in order, each hyperframe decoded once and the next one while this
-one's frames are handed on (:meth:`FrameStore.runs`). It holds no store open between
-runs: :meth:`StoreSource.open` opens it and starts at ``start`` again,
+The source reads in order, each hyperframe decoded once (:meth:`FrameStore.group`):
+straight into the run's batch where the whole hyperframe falls within it, else into an
+array of its own whose frames go to this batch and the next; the run's source thread
+decodes ahead of the stages as far as the pool's slots allow. It holds no store open
+between runs: :meth:`StoreSource.open` opens it and starts at ``start`` again,
 :meth:`StoreSource.close` closes it, so one source serves run after run, and
 :meth:`StoreSource.for_run` gives every run its own reader (LMDB readers in one process
 share one environment), so several runs may read one store at once.
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Generator
 from typing import Any
 
 import numpy as np
@@ -65,16 +66,14 @@ class StoreSource(Source):
         self.length = end - start
         self.info.update(frames=self.length, store=str(path))
         self._store: FrameStore | None = None
-        self._runs: Generator[np.ndarray, None, None] | None = None
-        self._run: np.ndarray | None = None  # the run being handed on, from frame _at
-        self._at = 0
+        self._rest: np.ndarray | None = None  # a hyperframe's frames not yet handed on
         self._figures = SourceFigures()  # the last run's, once its store is closed
 
     def for_run(self) -> Source:
         """A copy with its own reader and position, so several runs may read at once."""
         run = copy.copy(self)
         run._store, run._next, run._figures = None, self.start, SourceFigures()
-        run._runs, run._run = None, None
+        run._rest = None
         run.info = dict(self.info)
         return run
 
@@ -92,8 +91,7 @@ class StoreSource(Source):
                 f"store {str(self.path)!r} holds {len(store)} frames now, fewer than the "
                 f"{self.stop} this source reads; make a new StoreSource"
             )
-        self._store, self._next = store, self.start
-        self._runs, self._run, self._at = store.runs(self.start, self.stop), None, 0
+        self._store, self._next, self._rest = store, self.start, None
 
     def read_into(self, out: np.ndarray) -> Chunk:
         """The next frames; opens the store first if :meth:`open` was not called."""
@@ -105,14 +103,20 @@ class StoreSource(Source):
         if count <= 0:
             return Chunk(np.empty(0, np.int64))
         a, b = self._next, self._next + count
-        assert self._runs is not None
         done = 0
-        while done < count:  # (whole runs of a hyperframe's frames copied at once)
-            if self._run is None or self._at == len(self._run):
-                self._run, self._at = next(self._runs), 0
-            take = min(count - done, len(self._run) - self._at)
-            out[done : done + take] = self._run[self._at : self._at + take]
-            self._at += take
+        while done < count:
+            if self._rest is None:  # a hyperframe begins here
+                at = a + done
+                g = store.groups.group_of(at)
+                first, stop = store.groups.span(g)
+                if at == first and stop - first <= count - done:  # straight into the slot
+                    store.group(g, out[done : done + stop - first])
+                    done += stop - first
+                    continue
+                self._rest = store.group(g)[at - first : min(stop, self.stop) - first]
+            take = min(count - done, len(self._rest))  # (a hyperframe across two batches)
+            out[done : done + take] = self._rest[:take]
+            self._rest = self._rest[take:] if take < len(self._rest) else None
             done += take
         self._next = b
         meta: dict[str, np.ndarray] = {}
@@ -132,10 +136,7 @@ class StoreSource(Source):
         store = self._store
         if store is not None:
             self._figures = SourceFigures(cache=store.cache_tiers())  # before it goes
-            self._store = None
-            if self._runs is not None:  # (its read-ahead thread ends with it)
-                self._runs.close()
-                self._runs, self._run = None, None
+            self._store, self._rest = None, None
             store.close()
 
     def __repr__(self) -> str:

@@ -300,20 +300,32 @@ def decode_group(
     *,
     header: group_header.Header | None = None,
     pool: Executor | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Decode every frame of a group into one ``(n, *shape)`` array (``header`` and
-    ``pool``: as for :func:`decode_frame`).
+    ``pool``: as for :func:`decode_frame`): ``out``, where given (of that shape and
+    dtype), else a new one.
 
     Raises:
         StoreCorrupt: the bytes do not check out.
     """
     header = header or group_header.parse_header(data)
     view = memoryview(data)
+    if out is not None and (
+        out.shape != (header.count, *header.shape) or out.dtype != header.dtype
+    ):
+        raise ValueError(f"out is {out.shape} {out.dtype}; the group's frames are "
+                         f"{(header.count, *header.shape)} {header.dtype}")  # fmt: skip
     if header.planes:
-        return decode_planar(view, header, range(header.count), pool)
+        frames = decode_planar(view, header, range(header.count), pool)
+        if out is None:
+            return frames
+        out[...] = frames
+        return out
     if header.bands == 1:
-        return decode_group_rows(view, header, 0, pool)
-    out = np.empty((header.count, *header.shape), header.dtype)
+        return decode_group_rows(view, header, 0, pool, out=out)
+    if out is None:
+        out = np.empty((header.count, *header.shape), header.dtype)
 
     def fill(band: int) -> None:
         start, stop = header.band_rows(band)
