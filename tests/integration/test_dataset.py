@@ -123,8 +123,8 @@ def test_clips_and_a_sampling_are_shared_out_once(folder: Path) -> None:
 @pytest.mark.parametrize("clip", [1, 4])
 def test_whole_batches_through_shared_memory_are_every_sample_once(folder: Path, clip: int):
     """batch_size=: each worker hands whole batches of one input, in shared memory, for
-    DataLoader(batch_size=None); every frame (clip) once over 2 workers x 2 ranks, the
-    pixels a plain read's, an input's last batch short."""
+    DataLoader(batch_size=None), laid out channels first; every frame (clip) once over 2
+    workers x 2 ranks, the pixels a plain read's, an input's last batch short."""
     found, plain = [], {}
     for item in sorted(folder.iterdir()):
         with hf.VideoSource(item, size=(64, 48)) as source:
@@ -136,6 +136,7 @@ def test_whole_batches_through_shared_memory_are_every_sample_once(folder: Path,
             n = len(batch["frame"])
             assert batch["frames"].shape == ((n, 3, 48, 64) if clip == 1 else (n, clip, 3, 48, 64))
             assert 1 <= n <= 16 and batch["time"].shape == (n,)
+            assert batch["frames"].is_contiguous()  # (channels first in memory too)
             name = Path(batch["path"]).name
             frames = batch["frames"].reshape(n * clip, 3, 48, 64).permute(0, 2, 3, 1).numpy()
             first = int(batch["frame"][0])
