@@ -149,6 +149,18 @@ def test_whole_batches_through_shared_memory_are_every_sample_once(folder: Path,
         hf.VideoDataset(folder, batch_size=0)
 
 
+def test_batches_read_without_workers_are_laid_out_as_the_workers_lay_them(folder: Path):
+    """The same batches, channels first and contiguous, with no DataLoader worker."""
+    clip = folder / "carphone_pristine.mp4"
+    with hf.VideoSource(clip) as source:
+        plain = np.stack(list(source))
+    got = list(hf.VideoDataset(clip, batch_size=16))
+    assert [len(b["frame"]) for b in got[:-1]] == [16] * (len(got) - 1)
+    assert all(b["frames"].is_contiguous() for b in got)
+    frames = np.concatenate([b["frames"].permute(0, 2, 3, 1).numpy() for b in got])
+    assert np.array_equal(frames, plain)
+
+
 def test_the_frames_are_a_plain_reads_and_the_shuffle_follows_the_epoch(folder: Path):
     dataset = hf.VideoDataset(folder / "carphone_pristine.mp4")
     first = next(iter(dataset))

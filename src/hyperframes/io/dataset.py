@@ -170,12 +170,17 @@ class VideoDataset(IterableDataset):
                 source.restrict(0, total - total % self.clip)
             # (where the count is not known, clips come until fewer than a clip are left)
             samples = self.batch_size or 1
-            through = None if blocks is None else np.empty((THROUGH, *source.spec.shape), np.uint8)
+            batches = self.batch_size is not None
+            through = np.empty((THROUGH, *source.spec.shape), np.uint8) if batches else None
             while True:
                 shape = (samples * self.clip, *source.spec.shape)
-                if blocks is not None:  # read a few frames at a time, laid out channels first
+                if through is not None:  # read a few frames at a time, laid out channels first
                     height, width, channels = source.spec.shape
-                    frames, block = blocks.tensor((shape[0], channels, height, width))
+                    planes = (shape[0], channels, height, width)
+                    if blocks is not None:
+                        frames, block = blocks.tensor(planes)
+                    else:
+                        frames, block = torch.empty(planes, dtype=torch.uint8), None
                     numbers, times = _fill(source, frames.numpy(), through)
                     clips = frames[: len(numbers) // self.clip * self.clip]
                     clips = clips.view(-1, self.clip, channels, height, width)
