@@ -292,7 +292,7 @@ def progressed(command: str, out: Path) -> Callable[[], bool]:
 
         return lambda: resume_point(out)[0] > 0
     if command == "unpack-images":
-        return lambda: any(temp.glob("*.png") for temp in image_temps(out))
+        return lambda: any(any(temp.glob("*.png")) for temp in image_temps(out))
 
     def has_bytes() -> bool:
         try:
