@@ -182,17 +182,15 @@ class VideoDataset(IterableDataset):
                     else:
                         frames, block = torch.empty(planes, dtype=torch.uint8), None
                     numbers, times = _fill(source, frames.numpy(), through)
-                    clips = frames[: len(numbers) // self.clip * self.clip]
-                    clips = clips.view(-1, self.clip, channels, height, width)
                 else:
                     frames, block = torch.empty(shape, dtype=torch.uint8), None
                     numbers, times = _fill(source, frames.numpy())
-                    clips = frames[: len(numbers) // self.clip * self.clip]
-                    clips = clips.view(-1, self.clip, *source.spec.shape)
-                    clips = clips.permute(0, 1, 4, 2, 3)  # channels first, no copy
                 whole = len(numbers) // self.clip
                 if not whole:
                     return
+                clips = frames[: whole * self.clip].view(whole, self.clip, *frames.shape[1:])
+                if through is None:
+                    clips = clips.permute(0, 1, 4, 2, 3)  # channels first, no copy
                 firsts = slice(0, whole * self.clip, self.clip)
                 if self.batch_size is None:
                     yield {"frames": clips[0, 0] if self.clip == 1 else clips[0],
