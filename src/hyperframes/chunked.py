@@ -290,7 +290,7 @@ def run_files(
         raise ValueError("run_files lists failed inputs in its report; drop on_failed")
     if job.options.get("size") is None:  # each run would check only its own inputs
         VideoFiles(items, on_failed=lambda f: None, **job.options).close()  # (refused: frames
-        # of several sizes; the inputs that fail are listed by the runs that read them)
+        # of several kinds; the inputs that fail are listed by the runs that read them)
     rows = {k: v for k, v in job.options.items() if k not in ("on_error", "file_timeout")}
     facts = {"inputs": inputs_record(items), "source options": repr(sorted(rows.items()))}
     # (how failures are met is not the job: a run stopped by one goes on without it)

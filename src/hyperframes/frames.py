@@ -117,6 +117,14 @@ class FrameSpec:
         """The frames as people say sizes (see :func:`describe_shape`)."""
         return describe_shape(self.shape, self.dtype)
 
+    def holds(self, other: FrameSpec) -> bool:
+        """Whether a slot of frames of this spec holds as many frames of ``other``: the
+        same dtype and number of axes (channels where there are three), no more bytes. A
+        job over inputs of several sizes plans its slots for the largest."""
+        same_kind = other.dtype == self.dtype and len(other.shape) == len(self.shape)
+        channels = len(self.shape) < 3 or other.shape[2:] == self.shape[2:]
+        return same_kind and channels and other.nbytes <= self.nbytes
+
     def __repr__(self) -> str:
         return f"FrameSpec(shape={self.shape}, dtype={self.dtype})"
 
@@ -128,6 +136,18 @@ class StageFailure(NamedTuple):
     error: Exception
     input: int  # the frame's meta["input"]
     frame: int  # its frame in that input (meta["input_frame"], else its id)
+
+
+def laid(out: np.ndarray, spec: FrameSpec) -> np.ndarray:
+    """The memory of the contiguous frames ``out`` as as many frames of ``spec`` (which
+    their spec :meth:`~FrameSpec.holds`: smaller ones), from its start; no copy."""
+    own = FrameSpec(out.shape[1:], out.dtype)
+    if spec == own:
+        return out
+    if not own.holds(spec) or not out.flags.c_contiguous:
+        raise ValueError(f"frames of {own.describe()} cannot hold frames of {spec.describe()}")
+    count = len(out) * int(np.prod(spec.shape))
+    return out.reshape(-1)[:count].reshape(len(out), *spec.shape)
 
 
 @dataclass
@@ -147,6 +167,8 @@ class Batch:
             the frames before it (maybe none), which the later stages still take; the
             sink writes them and then, in order, asks the source whether the run goes on
             without that input (``Source.input_failed``).
+        sized: the frames' spec where it is not the pool's: frames of a smaller size (an
+            input of a job over videos of several sizes) laid from the slot's start.
     """
 
     seq: int
@@ -156,27 +178,35 @@ class Batch:
     meta: dict[str, np.ndarray] = field(default_factory=dict)
     held: tuple[tuple[FramePool, int], ...] = ()
     failed: StageFailure | None = None
+    sized: FrameSpec | None = None
 
     @property
     def count(self) -> int:
         return len(self.index)
 
     @property
+    def spec(self) -> FrameSpec:
+        """The spec of this batch's frames: the pool's, or a smaller one (:attr:`sized`)."""
+        return self.sized or self.pool.spec
+
+    @property
     def frames(self) -> np.ndarray:
         """The ``(count, *shape)`` view of the frames: no copy; valid until the slot is released."""
-        return self.pool.view(self.slot)[: self.count]
+        return self.pool.view(self.slot, self.sized)[: self.count]
 
-    def moved_to(self, pool: FramePool, slot: int) -> Batch:
-        """The same batch, now in ``slot`` of ``pool``; the old slot stays held."""
+    def moved_to(self, pool: FramePool, slot: int, sized: FrameSpec | None = None) -> Batch:
+        """The same batch, now in ``slot`` of ``pool`` (frames of ``sized`` where they are
+        not the pool's); the old slot stays held."""
         held = (*self.held, (self.pool, self.slot))
-        return Batch(self.seq, self.index, pool, slot, self.meta, held, self.failed)
+        return Batch(self.seq, self.index, pool, slot, self.meta, held, self.failed, sized)
 
     def one(self, j: int, pool: FramePool, slot: int) -> Batch:
         """Frame ``j`` of this batch as a batch of its own, held in ``slot`` of ``pool``
         (which the caller fills): its id and metadata (a kind of batch that carries more,
         such as ``engine.window``'s halo, carries frame ``j``'s share of it)."""
         meta = {k: v[j : j + 1] for k, v in self.meta.items()}
-        return Batch(self.seq, self.index[j : j + 1], pool, slot, meta)
+        sized = None if self.spec == pool.spec else self.spec
+        return Batch(self.seq, self.index[j : j + 1], pool, slot, meta, sized=sized)
 
     def keep(self, rows: list[int]) -> None:
         """Drop every frame not in ``rows`` (sorted), moving the kept ones to the front."""
@@ -208,7 +238,7 @@ class Batch:
     def __repr__(self) -> str:
         return (
             f"Batch(seq={self.seq}, count={self.count}, slot={self.slot}, "
-            f"spec={self.pool.spec!r}, meta={sorted(self.meta)})"
+            f"spec={self.spec!r}, meta={sorted(self.meta)})"
         )
 
 
@@ -334,9 +364,11 @@ class FramePool:
         with self._cond:
             return len(self._holders)
 
-    def view(self, slot: int) -> np.ndarray:
-        """The ``(batch_size, *shape)`` array of one slot; no copy."""
-        return self.block[slot]
+    def view(self, slot: int, spec: FrameSpec | None = None) -> np.ndarray:
+        """The ``(batch_size, *shape)`` array of one slot; no copy. With ``spec`` (frames
+        the pool's spec :meth:`~FrameSpec.holds`, of another size): ``batch_size`` frames of
+        it laid from the slot's start."""
+        return self.block[slot] if spec is None else laid(self.block[slot], spec)
 
     def acquire(self, *, holder: str, timeout: float | None = None) -> int:
         """Take a free slot, blocking while none is free.

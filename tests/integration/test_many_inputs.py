@@ -1,7 +1,8 @@
 """Many inputs in one job (issue 50): a folder, a glob and each manifest format give the
 rows one run per file gives, in one table where every row names its input; a file that
 cannot be read is listed and the rest written (exit code 4), or with ``--fail-fast`` stops
-the job; frames of several sizes are refused before any work unless ``--size`` is given."""
+the job; inputs of several sizes are each read at its own (a part that needs one size is
+refused before any work)."""
 
 from __future__ import annotations
 
@@ -58,13 +59,15 @@ def by_input(rows: list[dict]) -> dict[str, list[tuple]]:
     return out
 
 
-def one_run_each(paths: list[Path], tmp: Path) -> dict[str, list[tuple]]:
+def one_run_each(
+    paths: list[Path], tmp: Path, *, size: tuple[str, ...] = ("--size", SIZE)
+) -> dict[str, list[tuple]]:
     """The rows of one ``map`` run per file (the reference)."""
     out = {}
     for k, path in enumerate(paths):
         single = tmp / f"single{k}.jsonl"
         argv = ["map", str(path), "brightness_fn:brightness", "--out", str(single)]
-        assert main([*argv, "--size", SIZE]) == 0
+        assert main([*argv, *size]) == 0
         out[str(path)] = [(r["frame"], r["time"], r["value"]) for r in rows_of(single)]
     return out
 
@@ -140,11 +143,42 @@ def test_a_failure_names_the_range_and_columns_of_a_manifest_that_lists_a_file_t
     ]
 
 
-def test_frames_of_several_sizes_are_refused_before_any_work(folder: Path, tmp_path: Path, capsys):
-    out = tmp_path / "rows.jsonl"
-    assert main(["map", "clips", "brightness_fn:brightness", "--out", str(out)]) == 1
-    err = capsys.readouterr().err
-    assert "--size WxH" in err and err.count("\n") == 1 and not out.exists()
+def test_inputs_of_several_sizes_are_each_read_at_their_own(folder: Path, tmp_path: Path, capsys):
+    """1280x720, 640x272 and 176x144 in one job without --size: each file's rows are
+    those of a run of its own (a detector's boxes stay in its pixels), the run's slots
+    planned for the largest."""
+    videos = sorted([folder / "bikes.mp4", folder / "sub" / "carphone.mp4", folder / "bunny.video"])
+    expected = one_run_each(videos, tmp_path, size=())
+    out = tmp_path / "rows.parquet"
+    assert main(["map", "clips", "brightness_fn:brightness", "--out", str(out)]) == 0
+    assert by_input(rows_of(out)) == expected
+    source = hf.VideoFiles(folder)
+    assert source.spec.shape == (720, 1280, 3)
+    assert source.several_sizes == "640x272 in 'bikes.mp4', 1280x720 in 'bunny.video' and 1 more"
+    shapes = {
+        f.shape for _, frames in hf.Pipeline.from_source(source).iter_batches() for f in frames
+    }
+    assert shapes == {(272, 640, 3), (144, 176, 3), (720, 1280, 3)}
+
+
+def test_a_part_that_needs_one_size_refuses_several_before_any_work(folder: Path, tmp_path: Path):
+    """A video output, a grouping or a window over inputs of several sizes: one line that
+    says which part and what to pass, and nothing written."""
+    out = tmp_path / "all.mp4"
+    parts = {
+        "the sink (VideoSink)": lambda p: p.to(hf.VideoSink(out)),
+        "stage 'group'": lambda p: p.group().for_each(lambda i, f: None),
+        "stage 'map:<lambda>:halo'": lambda p: p.map(lambda w: w[:, 1], window=(1, 1)).for_each(
+            lambda i, f: None
+        ),
+    }
+    for part, build in parts.items():
+        with pytest.raises(ValueError, match="several sizes") as caught:
+            build(hf.Pipeline.from_source(hf.VideoFiles(folder))).run()
+        assert part in str(caught.value) and "size=(width, height)" in str(caught.value)
+    assert not out.exists() and not list(tmp_path.glob("*.mp4"))
+    with_size = hf.Pipeline.from_source(hf.VideoFiles(folder, size=(96, 64)))
+    assert with_size.to(hf.VideoSink(out)).run().frames == 250 + 120 + 132
 
 
 def test_options_for_one_input_are_refused_with_many(folder: Path, tmp_path: Path, capsys):

@@ -132,3 +132,22 @@ def test_mapping_a_slot_lets_other_threads_run():
     ran = stamps[: spins[0]]
     middle = (ran > t + took / 3) & (ran < t + 2 * took / 3)
     assert middle.any(), f"no other thread ran in the {took * 1000:.0f} ms the mapping took"
+
+
+def test_a_slot_holds_smaller_frames_of_the_same_kind_from_its_start():
+    """Inputs of several sizes: a pool planned for the largest lays the smaller frames of a
+    batch from its slot's start, as its own views of the block; other kinds are refused."""
+    pool = FramePool(FrameSpec((72, 128, 3)), batch_size=4, slots=2)
+    small = FrameSpec((27, 64, 3))
+    assert pool.spec.holds(small) and not small.holds(pool.spec)
+    assert not pool.spec.holds(FrameSpec((72, 128, 3), "uint16"))  # another dtype
+    assert not pool.spec.holds(FrameSpec((72, 128, 1)))  # other channels, fewer bytes
+    slot = pool.acquire(holder="source")
+    frames = pool.view(slot, small)
+    assert frames.shape == (4, 27, 64, 3) and np.shares_memory(frames, pool.view(slot))
+    frames[:] = np.arange(4, dtype=np.uint8)[:, None, None, None]
+    first, last = pool.view(slot).reshape(-1)[: 4 * small.nbytes].reshape(4, -1)[[0, 3]]
+    assert not first.any() and (last == 3).all()
+    assert not pool.view(1 - slot).any()  # the other slot untouched
+    with pytest.raises(ValueError, match="cannot hold"):
+        pool.view(slot, FrameSpec((72, 129, 3)))

@@ -85,6 +85,28 @@ def exclusive(**parts: object) -> Iterator[None]:
             _BUSY.difference_update(claimed)
 
 
+def refuse_several_sizes(source: Source, stages: Sequence[Stage], sink: Sink) -> None:
+    """Refuse, before any work, a source of frames of several sizes (videos of several
+    sizes, each read at its own) where a part of the run needs one: a sink that writes
+    one video or store, a stage that compares frames across batches (a grouping, a
+    reuse, a window).
+
+    Raises:
+        ValueError: naming the part and the sizes, and what to pass instead.
+    """
+    sizes = source.several_sizes
+    if sizes is None:
+        return
+    parts = [f"stage {s.name!r}" for s in stages if s.kind is not None]
+    if not sink.takes_sizes:
+        parts.append(f"the sink ({type(sink).__name__})")
+    if parts:
+        raise ValueError(
+            f"the inputs' frames come in several sizes ({sizes}), and {parts[0]} needs one: "
+            "pass size=(width, height) (--size WxH) to read them all at one size"
+        )
+
+
 class Runner:
     """One run of a line of stages between a source and a sink. Use :func:`run_line`."""
 
@@ -111,6 +133,7 @@ class Runner:
         self.sink = sink
         self.stopped = threading.Event()  # set at the first failure: wakes retry back-offs
         try:
+            refuse_several_sizes(source, self.stages, sink)
             self.plan = plan_for(
                 source, self.stages, sink, sink_spec=self._declared_spec(),
                 batch_size=batch_size, slots=slots, memory=memory, isolating=allow_failures > 0,
@@ -208,7 +231,8 @@ class Runner:
                             f"{pool.batch_size}; a source must fill at most len(out) frames"
                         )
                     index = np.asarray(chunk.index, dtype=np.int64)
-                    batch = Batch(seq, index, pool, slot, dict(chunk.meta))
+                    sized = None if chunk.spec in (None, pool.spec) else chunk.spec
+                    batch = Batch(seq, index, pool, slot, dict(chunk.meta), sized=sized)
                 except BaseException as exc:
                     first = seq * pool.batch_size
                     exc.add_note(f"while the source read batch {seq} (from frame {first} on)")

@@ -92,8 +92,8 @@ class StageRun:
         if policy is None and not dead.isolating:
             return self._call(batch)
         policy = policy or Retry(retries=0)
-        with self._scratch_for(batch.pool.spec, batch.count) as (pool, slot):
-            backup = pool.view(slot)[: batch.count]
+        with self._scratch_for(batch.spec, batch.count) as (pool, slot):
+            backup = pool.view(slot, batch.spec)[: batch.count]
             np.copyto(backup, batch.frames)
             try:
                 return self._call_with_retries(batch, backup, policy)
@@ -105,11 +105,12 @@ class StageRun:
     @contextlib.contextmanager
     def _scratch_for(self, spec: FrameSpec, count: int) -> Iterator[tuple[FramePool, int]]:
         """A slot for ``count`` frames of ``spec`` while it is needed: one of the plan's
-        scratch pool (declared in the stage's footprint), or of a pool of its own where the
-        frames are not those the plan foresaw (a stage before it that did not declare its
-        frames) or no plan made one (a run started by hand)."""
+        scratch pool (declared in the stage's footprint; it holds the smaller frames of an
+        input of several sizes too), or of a pool of its own where the frames are not
+        those the plan foresaw (a stage before it that did not declare its frames) or no
+        plan made one (a run started by hand)."""
         pool = self.scratch
-        if pool is None or pool.spec != spec or count > pool.batch_size:
+        if pool is None or not pool.spec.holds(spec) or count > pool.batch_size:
             pool = FramePool(spec, batch_size=count, slots=1, name="backup")
         slot = pool.acquire(holder=self.name)
         try:
@@ -176,8 +177,8 @@ class StageRun:
 
     def _alone(self, batch: Batch, j: int, frame: np.ndarray, policy: Retry) -> Any:
         """The results for frame ``j`` of ``batch`` alone (``frame``: its pixels to try)."""
-        with self._scratch_for(batch.pool.spec, 1) as (pool, slot):
-            pool.view(slot)[0] = frame[0]
+        with self._scratch_for(batch.spec, 1) as (pool, slot):
+            pool.view(slot, batch.spec)[0] = frame[0]
             try:
                 part = self._call_with_retries(batch.one(j, pool, slot), frame, policy)
             except Exception as exc:
@@ -218,20 +219,27 @@ class StageRun:
             )
         got = FrameSpec(result.shape[1:], result.dtype)
         frames = batch.frames
-        if self._out_pool is None and got == batch.pool.spec and self.stage.spec in (None, got):
+        if self._out_pool is None and got == batch.spec and self.stage.spec in (None, got):
             if not (result is frames or _same_memory(result, frames)):
                 np.copyto(frames, result)
             return batch
         pool = self._output_pool(got, batch, slots=slots)
-        if got != pool.spec:
+        # frames of an input of a smaller size (Batch.sized) may give smaller results
+        follows = batch.sized is not None and self.stage.spec is None and pool.spec.holds(got)
+        if got != pool.spec and not follows:
+            hint = "a stage must return one shape and dtype for every batch"
+            if batch.sized is not None:
+                hint = (
+                    "the inputs come in several sizes and its frames follow them: read "
+                    "them at one (size=, --size) or declare its largest frames (spec=)"
+                )
             raise StageError(
                 f"stage {self.name!r} returned frames of {got.describe()} for "
                 f"{batch.describe()}, expected {pool.spec.describe()} (fixed by "
-                f"{'its declared spec' if self.stage.spec else 'its first batch'}); a stage must "
-                "return one shape and dtype for every batch"
+                f"{'its declared spec' if self.stage.spec else 'its first batch'}); {hint}"
             )
         slot = pool.acquire(holder=self.name)
-        moved = batch.moved_to(pool, slot)
+        moved = batch.moved_to(pool, slot, None if got == pool.spec else got)
         np.copyto(moved.frames, result)
         return moved
 

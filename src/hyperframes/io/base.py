@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frames import FrameSpec
+from ..frames import FrameSpec, laid
 
 
 @dataclass
@@ -44,10 +44,14 @@ class Chunk:
     Attributes:
         index: frame ids of the frames written to ``out[:len(index)]``; empty at the end.
         meta: per-frame arrays of the same length (``"pts"`` in seconds, for video).
+        spec: the frames' spec where it is not the source's: a smaller size, written as
+            :meth:`FramePool.view(slot, spec) <hyperframes.frames.FramePool.view>` lays it
+            (see :attr:`Source.several_sizes`).
     """
 
     index: np.ndarray
     meta: dict[str, np.ndarray] = field(default_factory=dict)
+    spec: FrameSpec | None = None
 
     def __len__(self) -> int:
         return len(self.index)
@@ -134,11 +138,16 @@ class Source(ABC):
         spec: shape and dtype of every frame (known before the first read).
         length: number of frames if known, else ``None`` (for progress and ETA).
         info: free-form facts about the input (fps, time base, codec, path) for reports.
+        several_sizes: where the frames come in several sizes (videos of several sizes,
+            each read at its own), which, in a few words; ``spec`` is then the largest and
+            each chunk of another size says its own (:attr:`Chunk.spec`). ``None``: every
+            frame is ``spec``.
     """
 
     spec: FrameSpec
     length: int | None = None
     info: dict[str, Any]
+    several_sizes: str | None = None
 
     def open(self) -> None:  # noqa: B027 - optional hook
         """Acquire resources (files, decoders); called once before the first read."""
@@ -212,8 +221,8 @@ class Source(ABC):
         (``for frame in hf.VideoSource("clip.mp4")``); a pipeline reads in batches."""
         with self:
             out = np.empty((1, *self.spec.shape), self.spec.dtype)
-            while len(self.read_into(out)):
-                yield out[0].copy()
+            while len(chunk := self.read_into(out)):
+                yield (out if chunk.spec is None else laid(out, chunk.spec))[0].copy()
 
     def __enter__(self) -> Source:
         self.open()
@@ -270,7 +279,16 @@ NOTHING = Footprint("sink")
 
 
 class Sink(ABC):
-    """Takes frames in input order; commits on success and leaves nothing behind on failure."""
+    """Takes frames in input order; commits on success and leaves nothing behind on failure.
+
+    Attributes:
+        takes_sizes: whether it takes frames of several sizes in one run (a results
+            file, a loop of the user's, an image a frame); one that writes a video does
+            not, and a source of several sizes (:attr:`Source.several_sizes`) is refused
+            before the run.
+    """
+
+    takes_sizes: bool = False
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Called once with the spec of the frames it will receive and the source's info."""

@@ -47,6 +47,8 @@ class CallbackSink(Sink):
         TypeError: ``fn`` is not callable.
     """
 
+    takes_sizes = True  # (each call gets its own frames' shape)
+
     def __init__(
         self, fn: Callable[..., Any], *, batched: bool = False, meta: bool = False
     ) -> None:
@@ -114,6 +116,8 @@ class CollectSink(Sink):
 
 class NullSink(Sink):
     """Drops every frame (to measure the line itself)."""
+
+    takes_sizes = True
 
     def for_run(self) -> Sink:
         return NullSink()

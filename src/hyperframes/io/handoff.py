@@ -53,6 +53,8 @@ class HandoffSink(Sink):
             in the plan.
     """
 
+    takes_sizes = True  # (each batch its own shape)
+
     def __init__(self, *, keeps: bool = True) -> None:
         self._keeps = keeps
         self._cond = threading.Condition()

@@ -32,7 +32,7 @@ class Looped(Source):
         self.times = times
         self._memory: int | None = None  # what the run's plan gave the reader
         self._inner = make()
-        self.spec = self._inner.spec
+        self.spec, self.several_sizes = self._inner.spec, self._inner.several_sizes
         inner_len = self._inner.length
         self.length = None if inner_len is None else inner_len * times
         self.info = dict(getattr(self._inner, "info", {}), loops=times)
@@ -86,7 +86,7 @@ class Looped(Source):
             self._last_pts = float(pts[-1])
             meta["pts"] = pts + self._time_offset
         self._seen = max(self._seen, int(chunk.index[-1]) + 1)
-        return Chunk(chunk.index + self._frame_offset, meta)
+        return Chunk(chunk.index + self._frame_offset, meta, chunk.spec)
 
     def _next_pass(self) -> None:
         self._inner.close()
@@ -107,6 +107,7 @@ class _Around(Source):
     def __init__(self, inner: Source) -> None:
         self._inner = inner
         self.spec, self.length = inner.spec, inner.length
+        self.several_sizes = inner.several_sizes
         self.info = dict(getattr(inner, "info", {}))
 
     def open(self) -> None:
@@ -146,7 +147,7 @@ class Retimed(_Around):
             meta["pts"] = chunk.index / self._rate
         elif len(chunk):
             meta["pts"] = meta["at"]
-        return Chunk(chunk.index, meta)
+        return Chunk(chunk.index, meta, chunk.spec)
 
 
 class Renumbered(_Around):
@@ -167,4 +168,4 @@ class Renumbered(_Around):
         meta.setdefault("input_frame", chunk.index)
         ids = np.arange(self._next, self._next + len(chunk), dtype=np.int64)
         self._next += len(chunk)
-        return Chunk(ids, meta)
+        return Chunk(ids, meta, chunk.spec)

@@ -241,6 +241,8 @@ class ResultsSink(Sink):
         overwrite: replace an existing output, and a killed run's parts.
     """
 
+    takes_sizes = True  # (rows: the frames' pixels are not written)
+
     def __init__(
         self,
         path: str | os.PathLike[str],

@@ -1,12 +1,14 @@
 """Many videos as one source: the frames of every input in turn (``hf.VideoFiles``).
 
 The inputs (a folder, a glob, a manifest or a list: :mod:`.inputs`) are fixed and sorted
-when the source is made. Without ``size`` each is looked at then, and frames of several
-sizes are refused before any work; with ``size`` every file is read at that size and each
-is opened only when reached. One that cannot be opened is listed as failed, as is one that
-fails part-way (with the frames it gave) or on whose frames the run's function fails, and
-the next one is read; with ``on_error="fail"`` the run stops there. A batch never holds
-frames of two files.
+when the source is made. Without ``size`` each is looked at then and read at its own size:
+the run's slots are planned for the largest frames, and a batch of smaller ones is laid
+from its slot's start (``Chunk.spec``; a part of the run that needs one size, such as a
+video output or a grouping, refuses them before any work). With ``size`` every file is
+read at that size and each is opened only when reached. One that cannot be opened is
+listed as failed, as is one that fails part-way (with the frames it gave) or on whose
+frames the run's function fails, and the next one is read; with ``on_error="fail"`` the
+run stops there. A batch never holds frames of two files.
 
 A job stopped part-way continues with :meth:`VideoFiles.resume_after` (the inputs before
 the one in progress are not read again); ``on_failed`` hears of each input that fails as
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import MediaError
+from ..frames import FrameSpec, laid
 from .base import Chunk, Footprint, InputFailure, Source
 from .file_reader import header_footprint, open_item
 from .formats import OnCorrupt, PixFmt
@@ -71,7 +74,9 @@ class VideoFiles(Source):
         inputs: a folder, a glob, a manifest (``.txt``, ``.csv``, ``.jsonl``,
             ``.parquet``) or a list of paths (see :func:`~.inputs.expand`), sorted; or a
             list of :class:`~.inputs.Input` (as ``expand`` gives them), taken in its order.
-        size: ``(width, height)`` to read every file at; needed where their sizes differ.
+        size: ``(width, height)`` to read every file at; by default each at its own (a
+            detector's boxes stay in its pixels), which a results file, ``for_each`` and
+            ``iter_batches`` take, and a video or store output does not.
         pix_fmt, step, on_corrupt, colour, threads, keyframes, fps, at, num_frames: as
             :class:`~.video.VideoSource` takes them, for each file (an image sequence's
             images are all key frames; ``num_frames`` is per file). A manifest's ``at``
@@ -98,8 +103,8 @@ class VideoFiles(Source):
 
     Raises:
         FileNotFoundError: ``inputs`` names no video.
-        ValueError: the files' frames differ in size and no ``size`` was given, or no
-            input can be opened.
+        ValueError: the files' frames differ in kind (channels, dtype: images among
+            videos), or no input can be opened.
     """
 
     def __init__(
@@ -173,15 +178,16 @@ class VideoFiles(Source):
             raise ValueError(f"none of the {len(self.inputs)} inputs can be read ({reasons})")
         specs = {k: s.spec for k, s in self._sources.items()}
         first = next(iter(specs))
-        other = next((k for k, spec in specs.items() if spec != specs[first]), None)
-        if other is not None:
+        self.spec = specs[max(specs, key=lambda k: specs[k].nbytes)]  # (the first largest)
+        other = next((k for k, spec in specs.items() if not self.spec.holds(spec)), None)
+        if other is not None:  # (not only the size: --size would not help)
             raise ValueError(
                 f"the inputs' frames differ: {specs[first].describe()} in "
                 f"{self.inputs[first].name!r}, {specs[other].describe()} in "
-                f"{self.inputs[other].name!r}; pass size=(width, height) (--size WxH) to "
-                "read them all at one size"
+                f"{self.inputs[other].name!r}; one job reads frames of one kind: run them "
+                "in jobs of their own"
             )
-        self.spec = specs[first]
+        self.several_sizes = _sizes_note(specs, self.inputs)
         lengths = [s.length for s in self._sources.values()]
         known = None not in lengths and not self._later
         self.length = sum(int(n or 0) for n in lengths) if known else None
@@ -327,8 +333,9 @@ class VideoFiles(Source):
                 continue
             if self._read == 0 and not self._since:
                 self._since = time.perf_counter()
+            sized = None if source.spec == self.spec else source.spec  # (several sizes)
             try:
-                chunk = source.read_into(out)
+                chunk = source.read_into(out if sized is None else laid(out, sized))
             except READ_ERRORS as exc:
                 source.close()
                 self._fail(self._k, exc, frames=self._read)
@@ -348,7 +355,7 @@ class VideoFiles(Source):
                 meta["input_sample"] = chunk.index.astype(np.int64)
             else:
                 meta["input_frame"] = chunk.index.astype(np.int64)
-            return Chunk(ids, meta)
+            return Chunk(ids, meta, sized)
         return Chunk(np.empty(0, np.int64))
 
     def input_failed(self, failure: InputFailure) -> bool:
@@ -431,6 +438,20 @@ class VideoFiles(Source):
     def notes(self) -> dict[str, Any]:
         """How many inputs, each finished one's frames and seconds, and those that failed."""
         return {"inputs": len(self.inputs), "read": self._figures, "failed": self.failed}
+
+
+def _sizes_note(specs: dict[int, FrameSpec], inputs: list[Input]) -> str | None:
+    """``"1280x720 in 'a.mp4', 640x360 in 'b.mp4'"``: the first two sizes among the
+    inputs ``specs`` (and how many more), each with the first input of it; ``None``
+    where there is one size."""
+    firsts: dict[tuple[int, ...], int] = {}
+    for k, spec in specs.items():
+        firsts.setdefault(spec.shape[:2], k)
+    if len(firsts) == 1:
+        return None
+    named = [f"{w}x{h} in {inputs[k].name!r}" for (h, w), k in list(firsts.items())[:2]]
+    more = f" and {len(firsts) - 2} more" if len(firsts) > 2 else ""
+    return ", ".join(named) + more
 
 
 def _plain(value: Any) -> Any:
