@@ -122,8 +122,12 @@ def transcode(
     facts = {} if images else probe(input)
     start, stop = frames_of(input, start, stop, rate=options.get("rate"))
     planar = not images and not images_out(output) and planar_path(facts, options, fn, encoder)
-    # an image sequence as its files hold it (alpha, 16 bits), unless a function reads it
+    # an image sequence as its files hold it (alpha, 16 bits), unless a function reads it;
+    # a video's alpha and deep samples kept in RGB as far as the output holds them
     pix_fmt: PixFmt = "yuv420p" if planar else "native" if images and fn is None else "rgb24"
+    narrowed = None
+    if pix_fmt == "rgb24" and not images and fn is None:
+        pix_fmt, narrowed = kept_rgb(facts.get("pix_fmt"), output, encoder)
     dropped = _dropped(output, loop=loop, at=options.get("at"))
     carried = None if dropped or images else carry
     if carried is not None:
@@ -142,7 +146,44 @@ def transcode(
         report = _run(source, sink, fn, workers=workers, reuse=reuse, batch_size=batch_size,
                       memory=memory, executor=executor or "threads", progress=progress,
                       monitor=monitor)  # fmt: skip
+    if narrowed:
+        report.extra["pixels"] = {"warnings": [narrowed]}
     return _not_carried(report, facts, dropped=dropped)
+
+
+def kept_rgb(
+    stream_pix_fmt: str | None, output: str, encoder: EncoderOptions
+) -> tuple[PixFmt, str | None]:
+    """The RGB frames that keep what a video's samples hold (where no function reads
+    them): its alpha, which an output that cannot hold it then refuses in one line (as
+    it refuses an image sequence's), and samples of more than 8 bits where the output
+    holds them (FFV1, or a ``pix_fmt`` of as many bits; PNG and TIFF images); elsewhere
+    8 bits, with the line that says so (a 10-bit film to H.264 is a common delivery)."""
+    import av
+
+    from .io.inputs import is_image
+
+    try:
+        components = av.VideoFormat(stream_pix_fmt or "").components
+    except (ValueError, av.FFmpegError):
+        return "rgb24", None
+    alpha = any(c.is_alpha for c in components)
+    bits = max(c.bits for c in components)
+    if bits <= 8:
+        return ("rgba" if alpha else "rgb24"), None
+    if images_out(output):
+        suffix = os.path.splitext(output)[1].lower() if is_image(output) else ".png"
+        holds, where = suffix in (".png", ".tif", ".tiff"), f"{suffix} images"
+    else:
+        codec, chosen = encoder.get("codec", "libx264"), encoder.get("pix_fmt")
+        holds = av.VideoFormat(chosen).components[0].bits > 8 if chosen else codec == "ffv1"
+        where = f"{codec} in {chosen or 'yuv420p'}"
+    if holds:
+        return ("rgba64" if alpha else "rgb48"), None
+    return ("rgba" if alpha else "rgb24"), (
+        f"the input's {bits}-bit samples are written in 8 bits, which {where} holds; "
+        "--codec ffv1 (.mkv) or .png images keep them"
+    )
 
 
 def check(

@@ -245,3 +245,45 @@ def test_a_folder_of_shots_is_one_input_a_shot(tmp_path: Path, clip_path, monkey
     assert main(["info", "render", "--json"]) == 0
     facts = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert sorted(f.get("frames") for f in facts) == [COUNT, COUNT, 250]
+
+
+@pytest.mark.parametrize(("stored", "kept"), [("gbrap16le", "rgba64le"), ("yuv420p10le", "rgb48le"),
+                                              ("bgra", "rgba")])  # fmt: skip
+def test_a_videos_alpha_and_deep_samples_are_kept_where_the_output_holds_them(
+    deep, tmp_path: Path, capsys, stored, kept
+) -> None:
+    """A film's alpha and samples of more than 8 bits go through `transcode` to FFV1 and
+    PNG bit for bit (as PyAV reads them); to H.264 alpha is refused in one line, and 10 or
+    16 bits become 8 with a warning line, never in silence."""
+    with av.open(str(tmp_path / "in.mkv"), "w") as container:
+        stream = container.add_stream("ffv1", rate=24)
+        stream.width, stream.height, stream.pix_fmt = 96, 64, stored
+        for frame in deep:
+            image = av.VideoFrame.from_ndarray(frame, format="rgba64le").reformat(format=stored)
+            for packet in stream.encode(image):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    want, _ = read_video(tmp_path / "in.mkv", kept)
+    alpha = kept.startswith("rgba")
+    assert main(["transcode", "in.mkv", "out.mkv", "--codec", "ffv1"]) == 0
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(read_video(tmp_path / "out.mkv", kept)[0], want, strict=True)
+    )
+    assert main(["transcode", "in.mkv", "png/f_%02d.png"]) == 0
+    to_rgb = cv2.COLOR_BGRA2RGBA if alpha else cv2.COLOR_BGR2RGB
+    pngs = [cv2.cvtColor(cv2.imread(str(p), cv2.IMREAD_UNCHANGED), to_rgb)
+            for p in sorted((tmp_path / "png").iterdir())]  # fmt: skip
+    assert len(pngs) == COUNT and all(np.array_equal(a, b) for a, b in zip(pngs, want, strict=True))
+    capsys.readouterr()
+    code = main(["transcode", "in.mkv", "out.mp4"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    if alpha:
+        assert code == 1 and len(err) == 1 and "alpha" in err[0] and not Path("out.mp4").exists()
+    else:
+        assert code == 0 and read_video(tmp_path / "out.mp4", "rgb24")[1].pix_fmt == "yuv420p"
+        assert main(["transcode", "in.mkv", "o.mp4", "--json"]) == 0
+        assert "10-bit samples are written in 8 bits" in " ".join(
+            json.loads(capsys.readouterr().out)["warnings"]
+        )

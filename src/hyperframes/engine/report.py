@@ -187,7 +187,8 @@ class RunReport:
             )
         for name, figures in self.extra.items():
             shown = ", ".join(f"{k} {v}" for k, v in figures.items() if k != "warnings")
-            lines.append(f"{name}: {shown}")
+            if shown:  # (figures that are only warnings show among the warnings)
+                lines.append(f"{name}: {shown}")
         if self.failures:
             lines.append(
                 f"failed frames ({len(self.failures)}): "

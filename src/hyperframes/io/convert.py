@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import FrameError, MediaError
 from ..frames import FrameSpec, describe_shape
-from .formats import CHANNELS, PixFmt, cv_into, i420_spec
+from .formats import CHANNELS, DEEP, PixFmt, cv_into, i420_spec, sample_dtype
 from .layouts import TAGS, Layout
 from .swscale import swscale_of
 from .yuv import resize_frame_into
@@ -71,8 +71,9 @@ class FrameConverter:
 
     Args:
         path: the video (for messages).
-        pix_fmt: the frames out (``"rgb24"``, ``"rgba"``, ``"gray"``, ``"yuv420p"`` or
-            ``"native"`` planes, then ``native`` is their layout).
+        pix_fmt: the frames out (``"rgb24"``, ``"rgba"``, ``"gray"``, 16 bits a sample
+            ``"rgb48"`` and ``"rgba64"``, ``"yuv420p"`` or ``"native"`` planes, then
+            ``native`` is their layout).
         colour: ``"ffmpeg"`` (swscale) or ``"fast"`` (OpenCV for BT.601 4:2:0).
         stream_size: ``(width, height)`` the stream declares.
         out_size: ``(width, height)`` of the frames out (after they are turned upright).
@@ -107,7 +108,7 @@ class FrameConverter:
             return self._native.spec
         if self.pix_fmt == "yuv420p":
             return i420_spec(width, height)
-        return FrameSpec((height, width, CHANNELS[self.pix_fmt]))
+        return FrameSpec((height, width, CHANNELS[self.pix_fmt]), sample_dtype(self.pix_fmt))
 
     def convert(self, frame: av.VideoFrame, number: int, dst: np.ndarray, *, seen: int) -> None:
         """Write frame ``number`` into ``dst`` in :attr:`pix_fmt`, at :attr:`spec`'s size,
@@ -144,7 +145,7 @@ class FrameConverter:
             return
         shape = self.layout(*got).shape
         if self._scratch is None or self._scratch.shape != shape:
-            self._scratch = np.empty(shape, np.uint8)
+            self._scratch = np.empty(shape, dst.dtype)
         self._decode_into(frame, self._scratch)
         src, out = self._scratch, dst
         if self.pix_fmt == "gray":  # OpenCV drops a last axis of 1: resize the 2-D views
@@ -191,4 +192,4 @@ class FrameConverter:
             shape = (frame.height, frame.width, CHANNELS[self.pix_fmt])
             cv_into(dst, shape, cv2.cvtColor, frame.to_ndarray(), code)
         else:
-            swscale_of(self.pix_fmt).convert_into(frame, dst)
+            swscale_of(DEEP.get(self.pix_fmt, self.pix_fmt)).convert_into(frame, dst)

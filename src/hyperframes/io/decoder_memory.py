@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 
 from .base import Footprint
-from .formats import CHANNELS, PixFmt
+from .formats import CHANNELS, PixFmt, sample_dtype
 from .layouts import native_layout
 from .probe import open_video
 
@@ -152,5 +152,6 @@ def frame_bytes(
     native = native_layout(stream_pix_fmt, width, height)
     frame = native.spec.nbytes if native is not None else width * height * 4
     resizing = resized is not None and tuple(resized) != (width, height)
-    scratch = width * height * CHANNELS[pix_fmt] if resizing and pix_fmt in CHANNELS else 0
+    sample = sample_dtype(pix_fmt).itemsize
+    scratch = width * height * CHANNELS[pix_fmt] * sample if resizing and pix_fmt in CHANNELS else 0
     return frame, scratch

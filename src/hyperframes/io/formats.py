@@ -15,10 +15,17 @@ import numpy as np
 from ..errors import FrameError
 from ..frames import FrameSpec, describe_shape
 
-PixFmt = Literal["rgb24", "gray", "rgba", "yuv420p", "native"]
+PixFmt = Literal["rgb24", "gray", "rgba", "rgb48", "rgba64", "yuv420p", "native"]
 OnCorrupt = Literal["fail", "skip"]
 
-CHANNELS: dict[str, int] = {"gray": 1, "rgb24": 3, "rgba": 4}
+CHANNELS: dict[str, int] = {"gray": 1, "rgb24": 3, "rgba": 4, "rgb48": 3, "rgba64": 4}
+DEEP: dict[str, str] = {"rgb48": "rgb48le", "rgba64": "rgba64le"}
+"""The RGB frames of 16 bits a sample (uint16), and FFmpeg's names for them."""
+
+
+def sample_dtype(pix_fmt: str) -> np.dtype[Any]:
+    """The dtype of a sample of frames in ``pix_fmt``: uint16 for :data:`DEEP`, else uint8."""
+    return np.dtype(np.uint16 if pix_fmt in DEEP else np.uint8)
 
 
 def i420_spec(width: int, height: int) -> FrameSpec:

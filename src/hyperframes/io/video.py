@@ -91,12 +91,14 @@ class VideoSource(Source):
     Args:
         path: the video file.
         pix_fmt: ``"rgb24"`` gives ``(H, W, 3)`` frames, ``"gray"`` ``(H, W, 1)``,
-            ``"rgba"`` ``(H, W, 4)``, all ``uint8``; ``"yuv420p"`` gives the decoded planes
-            with no colour conversion (see :func:`i420_spec`), the fast path for jobs that
-            end in a yuv420p encoder; ``"native"`` gives the decoder's own planes (any
-            layout of :data:`~hyperframes.io.layouts.NATIVE`: 4:2:0, 4:2:2, 4:4:4, gray,
-            10-bit) bit-exact, laid out as :class:`~hyperframes.io.layouts.Layout` says
-            (``info["layout"]`` names it); a stream in another format is refused.
+            ``"rgba"`` ``(H, W, 4)``, all ``uint8``; ``"rgb48"`` and ``"rgba64"`` the same
+            in ``uint16`` (a stream of more than 8 bits a sample, kept); ``"yuv420p"``
+            gives the decoded planes with no colour conversion (see :func:`i420_spec`), the
+            fast path for jobs that end in a yuv420p encoder; ``"native"`` gives the
+            decoder's own planes (any layout of :data:`~hyperframes.io.layouts.NATIVE`:
+            4:2:0, 4:2:2, 4:4:4, gray, 10-bit) bit-exact, laid out as
+            :class:`~hyperframes.io.layouts.Layout` says (``info["layout"]`` names it); a
+            stream in another format is refused.
         start: first frame index to produce (frames are numbered from 0 in presentation
             order).
         stop: one past the last frame index to produce; ``None`` reads to the end.
