@@ -139,15 +139,16 @@ class StageFailure(NamedTuple):
 
 
 def laid(out: np.ndarray, spec: FrameSpec) -> np.ndarray:
-    """The memory of the contiguous frames ``out`` as as many frames of ``spec`` (which
-    their spec :meth:`~FrameSpec.holds`: smaller ones), from its start; no copy."""
+    """The memory of the contiguous frames ``out`` as all the frames of ``spec`` (which
+    their spec :meth:`~FrameSpec.holds`: smaller ones) that it fits, from its start; no
+    copy. (At least ``len(out)`` of them.)"""
     own = FrameSpec(out.shape[1:], out.dtype)
     if spec == own:
         return out
     if not own.holds(spec) or not out.flags.c_contiguous:
         raise ValueError(f"frames of {own.describe()} cannot hold frames of {spec.describe()}")
-    count = len(out) * int(np.prod(spec.shape))
-    return out.reshape(-1)[:count].reshape(len(out), *spec.shape)
+    count = out.nbytes // spec.nbytes
+    return out.reshape(-1)[: count * int(np.prod(spec.shape))].reshape(count, *spec.shape)
 
 
 @dataclass
@@ -366,9 +367,14 @@ class FramePool:
 
     def view(self, slot: int, spec: FrameSpec | None = None) -> np.ndarray:
         """The ``(batch_size, *shape)`` array of one slot; no copy. With ``spec`` (frames
-        the pool's spec :meth:`~FrameSpec.holds`, of another size): ``batch_size`` frames of
-        it laid from the slot's start."""
+        the pool's spec :meth:`~FrameSpec.holds`, of another size): all the frames of it
+        that the slot fits (:meth:`capacity`), laid from its start."""
         return self.block[slot] if spec is None else laid(self.block[slot], spec)
+
+    def capacity(self, spec: FrameSpec) -> int:
+        """How many frames of ``spec`` one slot holds: ``batch_size`` of the pool's own,
+        more of smaller ones that its spec :meth:`~FrameSpec.holds`, none of others."""
+        return self.slot_nbytes // spec.nbytes if self.spec.holds(spec) else 0
 
     def acquire(self, *, holder: str, timeout: float | None = None) -> int:
         """Take a free slot, blocking while none is free.

@@ -136,7 +136,8 @@ def test_mapping_a_slot_lets_other_threads_run():
 
 def test_a_slot_holds_smaller_frames_of_the_same_kind_from_its_start():
     """Inputs of several sizes: a pool planned for the largest lays the smaller frames of a
-    batch from its slot's start, as its own views of the block; other kinds are refused."""
+    batch from its slot's start, as many as the slot fits (4 x 72x128 bytes hold 21 of
+    64x27), as its own views of the block; other kinds are refused."""
     pool = FramePool(FrameSpec((72, 128, 3)), batch_size=4, slots=2)
     small = FrameSpec((27, 64, 3))
     assert pool.spec.holds(small) and not small.holds(pool.spec)
@@ -144,10 +145,12 @@ def test_a_slot_holds_smaller_frames_of_the_same_kind_from_its_start():
     assert not pool.spec.holds(FrameSpec((72, 128, 1)))  # other channels, fewer bytes
     slot = pool.acquire(holder="source")
     frames = pool.view(slot, small)
-    assert frames.shape == (4, 27, 64, 3) and np.shares_memory(frames, pool.view(slot))
-    frames[:] = np.arange(4, dtype=np.uint8)[:, None, None, None]
-    first, last = pool.view(slot).reshape(-1)[: 4 * small.nbytes].reshape(4, -1)[[0, 3]]
-    assert not first.any() and (last == 3).all()
+    assert frames.shape == (21, 27, 64, 3) == (pool.capacity(small), *small.shape)
+    assert np.shares_memory(frames, pool.view(slot)) and pool.capacity(pool.spec) == 4
+    frames[:] = np.arange(21, dtype=np.uint8)[:, None, None, None]
+    first, last = pool.view(slot).reshape(-1)[: 21 * small.nbytes].reshape(21, -1)[[0, 20]]
+    assert not first.any() and (last == 20).all()
     assert not pool.view(1 - slot).any()  # the other slot untouched
     with pytest.raises(ValueError, match="cannot hold"):
         pool.view(slot, FrameSpec((72, 129, 3)))
+    assert pool.capacity(FrameSpec((72, 128, 1))) == 0

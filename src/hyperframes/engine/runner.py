@@ -134,6 +134,8 @@ class Runner:
         self.stopped = threading.Event()  # set at the first failure: wakes retry back-offs
         try:
             refuse_several_sizes(source, self.stages, sink)
+            # (where no stage makes frames, no pool of a stage's has to hold a batch's)
+            source.fill_by_bytes(all(stage.into is not None for stage in self.stages))
             self.plan = plan_for(
                 source, self.stages, sink, sink_spec=self._declared_spec(),
                 batch_size=batch_size, slots=slots, memory=memory, isolating=allow_failures > 0,
@@ -225,13 +227,15 @@ class Runner:
                     if count == 0:
                         pool.release(slot)
                         break
-                    if count > pool.batch_size:
+                    sized = None if chunk.spec in (None, pool.spec) else chunk.spec
+                    room = pool.batch_size if sized is None else pool.capacity(sized)
+                    if count > room:
                         raise StageError(
-                            f"the source returned {count} frames for a slot of "
-                            f"{pool.batch_size}; a source must fill at most len(out) frames"
+                            f"the source returned {count} frames for a slot of {room}; a "
+                            "source must fill at most len(out) frames (or as many smaller "
+                            "ones as the slot fits, where the run lets it: fill_by_bytes)"
                         )
                     index = np.asarray(chunk.index, dtype=np.int64)
-                    sized = None if chunk.spec in (None, pool.spec) else chunk.spec
                     batch = Batch(seq, index, pool, slot, dict(chunk.meta), sized=sized)
                 except BaseException as exc:
                     first = seq * pool.batch_size

@@ -110,7 +110,7 @@ class StageRun:
         those the plan foresaw (a stage before it that did not declare its frames) or no
         plan made one (a run started by hand)."""
         pool = self.scratch
-        if pool is None or not pool.spec.holds(spec) or count > pool.batch_size:
+        if pool is None or count > pool.capacity(spec):
             pool = FramePool(spec, batch_size=count, slots=1, name="backup")
         slot = pool.acquire(holder=self.name)
         try:

@@ -163,6 +163,12 @@ class Source(ABC):
         footprint's ``least``): a decoder takes as many threads as fit. Called before
         :meth:`open`."""
 
+    def fill_by_bytes(self, allowed: bool) -> None:  # noqa: B027 - optional hook
+        """Whether the run lets a batch of frames smaller than :attr:`spec` (a source of
+        several sizes) hold as many as its slot's bytes fit, a power of two, instead of
+        ``len(out)``: where no stage of the run makes frames of its own. Called before
+        :meth:`open`, each run; a source of one size has nothing to do."""
+
     def pool_memory(self, nbytes: int) -> Any:
         """The memory for the pool this source reads into (``nbytes``), where the source
         keeps it itself (shared with a reader process of its own, which then decodes

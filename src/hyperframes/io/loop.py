@@ -31,6 +31,7 @@ class Looped(Source):
         self._make = make
         self.times = times
         self._memory: int | None = None  # what the run's plan gave the reader
+        self._by_bytes = False  # what the run lets the reader fill (fill_by_bytes)
         self._inner = make()
         self.spec, self.several_sizes = self._inner.spec, self._inner.several_sizes
         inner_len = self._inner.length
@@ -53,11 +54,16 @@ class Looped(Source):
         self._memory = nbytes
         self._inner.use_memory(nbytes)
 
+    def fill_by_bytes(self, allowed: bool) -> None:
+        self._by_bytes = allowed
+        self._inner.fill_by_bytes(allowed)
+
     def _fresh(self) -> None:
         """A new reader for the next pass, given what the plan gave the first."""
         self._inner = self._make()
         if self._memory is not None:
             self._inner.use_memory(self._memory)
+        self._inner.fill_by_bytes(self._by_bytes)
 
     def open(self) -> None:
         """Start from the first pass: a second run reads every pass again."""
@@ -124,6 +130,9 @@ class _Around(Source):
 
     def use_memory(self, nbytes: int) -> None:
         self._inner.use_memory(nbytes)
+
+    def fill_by_bytes(self, allowed: bool) -> None:
+        self._inner.fill_by_bytes(allowed)
 
 
 class Retimed(_Around):
