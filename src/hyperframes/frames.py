@@ -1,9 +1,11 @@
 """Frames, batch handles and the preallocated pool they live in.
 
-The pool owns every pixel that moves through a pipeline. It is one block of
-memory cut into ``slots``; each slot holds up to ``batch_size`` frames of one
-:class:`FrameSpec`. What travels between stages is a :class:`Batch`: a thin
-handle naming a slot plus the ids and metadata of the frames in it.
+The pool owns every pixel that moves through a pipeline. It is one block of memory cut
+into ``slots``; each slot holds up to ``batch_size`` frames of one :class:`FrameSpec`,
+or as many smaller ones of the same kind as fit (the inputs of a job over videos of
+several sizes: :meth:`FramePool.view` with a spec). What travels between stages is a
+:class:`Batch`: a thin handle naming a slot plus the ids and metadata of the frames in
+it.
 
 Example:
     >>> spec = FrameSpec((720, 1280, 3), "uint8")
@@ -153,7 +155,8 @@ def laid(out: np.ndarray, spec: FrameSpec) -> np.ndarray:
 
 @dataclass
 class Batch:
-    """A handle to up to ``batch_size`` consecutive frames held in one pool slot.
+    """A handle to up to ``batch_size`` consecutive frames held in one pool slot (or as
+    many smaller ones as the slot fits: :attr:`sized`).
 
     Attributes:
         seq: position of the batch in the sequence (0, 1, 2, ...); order is restored on it.

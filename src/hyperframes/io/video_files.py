@@ -1,15 +1,15 @@
 """Many videos as one source: the frames of every input in turn (``hf.VideoFiles``).
 
 The inputs (a folder, a glob, a manifest or a list: :mod:`.inputs`) are fixed and sorted
-when the source is made. Without ``size`` each is looked at then and read at its own size:
-the run's slots are planned for the largest frames, and a batch of smaller ones is laid
-from its slot's start (``Chunk.spec``), as many as the slot fits where no stage makes
-frames of its own (:meth:`VideoFiles.fill_by_bytes`). A part of the run that needs one
-size, such as a video output or a grouping, refuses several before any work. With ``size`` every file is
-read at that size and each is opened only when reached. One that cannot be opened is
-listed as failed, as is one that fails part-way (with the frames it gave) or on whose
-frames the run's function fails, and the next one is read; with ``on_error="fail"`` the
-run stops there. A batch never holds frames of two files.
+when the source is made. Without ``size`` each is looked at then and read at its own
+size: the run's slots are planned for the largest frames, and a batch of smaller ones is
+laid from its slot's start (``Chunk.spec``), as many as the slot fits where no stage
+makes frames of its own (:meth:`VideoFiles.fill_by_bytes`). A part of the run that needs
+one size, such as a video output or a grouping, refuses several before any work. With
+``size`` every file is read at that size and each is opened only when reached. One that
+cannot be opened is listed as failed, as is one that fails part-way (with the frames it
+gave) or on whose frames the run's function fails, and the next one is read; with
+``on_error="fail"`` the run stops there. A batch never holds frames of two files.
 
 A job stopped part-way continues with :meth:`VideoFiles.resume_after` (the inputs before
 the one in progress are not read again); ``on_failed`` hears of each input that fails as
