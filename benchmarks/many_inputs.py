@@ -13,6 +13,8 @@ process tree sampled every 0.2 s, side by side in one run (best of ``--repeats``
 * ``hf folder, side by side``: the same with ``--executor processes``: runs of whole files
   read side by side, a process a worker, each reading its own files (the file timeout kept
   by a guard that watches their reads); and with ``--file-timeout 0``
+* ``hf folder, each at its own size``: the same without ``--size`` (1280x720 and 640x360
+  read as they are: another job, more pixels; what reading each at its own costs)
 * ``hf folder, the long file's size and codec``: the same frames as clips of 640x360
   H.264, as the long file is: what many files cost against one
 * ``hf long``: the same on the long file (the goal: the folder job >= 0.9x its fps)
@@ -166,6 +168,7 @@ def main() -> int:
     hf = [sys.executable, "-m", "hyperframes", "map"]
     common = ["fn:brightness", "--size", "640x360", "--workers", "2", "--overwrite"]
     side = ["--executor", "processes"]
+    own = [c for c in common if c not in ("--size", "640x360")] + ["--out", "own.parquet"]
 
     def job(inputs: Path, out: str, *extra: str) -> list[str]:
         return [*hf, str(inputs), *common, "--out", out, *extra]
@@ -179,6 +182,7 @@ def main() -> int:
         "hf folder, side by side, no file timeout (--file-timeout 0)": job(
             clips, "side_here.parquet", *side, "--file-timeout", "0"
         ),
+        "hf folder, each at its own size (no --size)": [*hf, str(clips), *own],
         "hf folder, the long file's size and codec": job(uniform, "uniform.parquet"),
         "hf folder, the long file's size and codec, side by side": job(
             uniform, "uniform_side.parquet", *side

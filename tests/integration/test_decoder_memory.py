@@ -36,7 +36,7 @@ with open("/proc/self/clear_refs", "w") as f:
 base = hwm()
 def bright(frames):
     return frames.mean(axis=(1, 2, 3))
-source = VideoFiles(job["folder"], size=(640, 360))
+source = VideoFiles(job["folder"], size=job["size"] and tuple(job["size"]))
 report = (Pipeline.from_source(source).map(bright, workers=2, into="b")
           .to(ResultsSink(job["out"])).run(memory=job["memory"]))
 print(json.dumps({"over": hwm() - base, "frames": report.frames, "budget": report.memory_budget,
@@ -67,19 +67,27 @@ def folder(tmp_path_factory, clip_path) -> Path:
     return here
 
 
-def run_child(folder: Path, warm: Path, out: Path, memory: str) -> subprocess.CompletedProcess:
-    job = {"folder": str(folder), "warm": str(warm), "memory": memory, "out": str(out)}
+def run_child(
+    folder: Path, warm: Path, out: Path, memory: str, size: tuple[int, int] | None = (640, 360)
+) -> subprocess.CompletedProcess:
+    job = {"folder": str(folder), "warm": str(warm), "memory": memory, "out": str(out),
+           "size": size}  # fmt: skip
     return subprocess.run([sys.executable, "-c", CHILD, json.dumps(job)], capture_output=True,
                           text=True, timeout=300)  # fmt: skip
 
 
-def test_a_4k_file_among_small_ones_stays_within_the_budget(folder: Path, clip_path, tmp_path):
-    done = run_child(folder, clip_path("bikes.mp4"), tmp_path / "b.parquet", "170MiB")
+@pytest.mark.parametrize(("size", "memory"), [((640, 360), "170MiB"), (None, "256MiB")])
+def test_a_4k_file_among_small_ones_stays_within_the_budget(
+    folder: Path, clip_path, tmp_path, size, memory
+):
+    """Read at one size, or each at its own (then the slots hold 4K frames too)."""
+    done = run_child(folder, clip_path("bikes.mp4"), tmp_path / "b.parquet", memory, size)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["frames"] == 250 + 120 + 24
-    # the 4K decoder is in the plan: its frames on one thread, and its RGB at 4K
-    assert got["source"] >= decoder_bytes(3840 * 2160 * 3 // 2, 1, 3840 * 2160 * 3)
+    # the 4K decoder is in the plan: its frames on one thread, and its RGB at 4K to resize
+    resized = 3840 * 2160 * 3 if size else 0  # (at its own size: decoded into the slot)
+    assert got["source"] >= decoder_bytes(3840 * 2160 * 3 // 2, 1, resized)
     assert got["pools"] + got["source"] <= got["budget"]
     # before the decoder was planned this run peaked at 194 MiB over the baseline, on
     # FFmpeg's 3 threads whatever the budget; now on the one thread the budget holds
