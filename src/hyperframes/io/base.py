@@ -227,8 +227,9 @@ class Source(ABC):
         (``for frame in hf.VideoSource("clip.mp4")``); a pipeline reads in batches."""
         with self:
             out = np.empty((1, *self.spec.shape), self.spec.dtype)
-            while len(chunk := self.read_into(out)):
-                yield (out if chunk.spec is None else laid(out, chunk.spec))[0].copy()
+            while len(chunk := self.read_into(out)):  # (smaller frames: maybe more of them)
+                frames = out if chunk.spec is None else laid(out, chunk.spec)
+                yield from (frame.copy() for frame in frames[: len(chunk)])
 
     def __enter__(self) -> Source:
         self.open()
