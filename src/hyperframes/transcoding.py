@@ -159,28 +159,21 @@ def kept_rgb(
     it refuses an image sequence's), and samples of more than 8 bits where the output
     holds them (FFV1, or a ``pix_fmt`` of as many bits; PNG and TIFF images); elsewhere
     8 bits, with the line that says so (a 10-bit film to H.264 is a common delivery)."""
-    import av
-
+    from .io.formats import rgb_keeping
     from .io.inputs import is_image
+    from .io.probe import samples
 
-    try:
-        components = av.VideoFormat(stream_pix_fmt or "").components
-    except (ValueError, av.FFmpegError):
-        return "rgb24", None
-    alpha = any(c.is_alpha for c in components)
-    bits = max(c.bits for c in components)
+    alpha, bits = samples(stream_pix_fmt)
     if bits <= 8:
-        return ("rgba" if alpha else "rgb24"), None
+        return rgb_keeping(alpha=alpha, deep=False), None
     if images_out(output):
         suffix = os.path.splitext(output)[1].lower() if is_image(output) else ".png"
         holds, where = suffix in (".png", ".tif", ".tiff"), f"{suffix} images"
     else:
         codec, chosen = encoder.get("codec", "libx264"), encoder.get("pix_fmt")
-        holds = av.VideoFormat(chosen).components[0].bits > 8 if chosen else codec == "ffv1"
+        holds = samples(chosen)[1] > 8 if chosen else codec == "ffv1"
         where = f"{codec} in {chosen or 'yuv420p'}"
-    if holds:
-        return ("rgba64" if alpha else "rgb48"), None
-    return ("rgba" if alpha else "rgb24"), (
+    return rgb_keeping(alpha=alpha, deep=holds), None if holds else (
         f"the input's {bits}-bit samples are written in 8 bits, which {where} holds; "
         "--codec ffv1 (.mkv) or .png images keep them"
     )

@@ -253,8 +253,9 @@ def test_a_videos_alpha_and_deep_samples_are_kept_where_the_output_holds_them(
     deep, tmp_path: Path, capsys, stored, kept
 ) -> None:
     """A film's alpha and samples of more than 8 bits go through `transcode` to FFV1 and
-    PNG bit for bit (as PyAV reads them); to H.264 alpha is refused in one line, and 10 or
-    16 bits become 8 with a warning line, never in silence."""
+    PNG, and through `pack` and `unpack` to PNG, bit for bit (as PyAV reads them); to
+    H.264 alpha is refused in one line, and 10 or 16 bits become 8 with a warning line,
+    never in silence."""
     with av.open(str(tmp_path / "in.mkv"), "w") as container:
         stream = container.add_stream("ffv1", rate=24)
         stream.width, stream.height, stream.pix_fmt = 96, 64, stored
@@ -276,7 +277,16 @@ def test_a_videos_alpha_and_deep_samples_are_kept_where_the_output_holds_them(
     pngs = [cv2.cvtColor(cv2.imread(str(p), cv2.IMREAD_UNCHANGED), to_rgb)
             for p in sorted((tmp_path / "png").iterdir())]  # fmt: skip
     assert len(pngs) == COUNT and all(np.array_equal(a, b) for a, b in zip(pngs, want, strict=True))
+    # a store holds them too (its planes, or RGB), and gives them back to PNG images
+    assert main(["pack", "in.mkv", "st.hfs"]) == 0
+    assert main(["unpack", "st.hfs", "un/g_%02d.png"]) == 0
+    back = [cv2.cvtColor(cv2.imread(str(p), cv2.IMREAD_UNCHANGED), to_rgb)
+            for p in sorted((tmp_path / "un").iterdir())]  # fmt: skip
+    assert [p.name for p in sorted((tmp_path / "un").iterdir())][:2] == ["g_00.png", "g_01.png"]
+    assert len(back) == COUNT and all(np.array_equal(a, b) for a, b in zip(back, want, strict=True))
     capsys.readouterr()
+    assert main(["unpack", "st.hfs", "un2/g_%02d.png", "--pattern", "h_%02d.png"]) == 1
+    assert "names the images, and so does --pattern" in capsys.readouterr().err
     code = main(["transcode", "in.mkv", "out.mp4"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     if alpha:

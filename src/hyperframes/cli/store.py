@@ -92,8 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--pix-fmt", choices=("native", "rgb24"), default=None,
         help="native (default): keep the decoder's planes bit-exact (yuv420p, 4:2:2, "
-        "4:4:4, gray, 10-bit; other formats, --size and --intra webp store rgb24); "
-        "rgb24: store RGB",
+        "4:4:4, gray, 10-bit; other formats and --size store RGB, with the input's alpha "
+        "and 16 bits where it has them; --intra webp stores rgb24); rgb24: store RGB",
     )  # fmt: skip
     either = p.add_mutually_exclusive_group()
     either.add_argument(
@@ -106,7 +106,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("unpack", help="write a store's frames as a video or image folder")
     p.add_argument("store", metavar="STORE")
-    p.add_argument("output", metavar="OUT", help="a video file (.mkv, .mp4...) or a folder")
+    p.add_argument("output", metavar="OUT", help="a video file (.mkv, .mp4...), a folder, "
+                   "or images named by a pattern ('frames/f_%%05d.png')")  # fmt: skip
     p.add_argument("--codec", default=None, help="video codec; ffv1 (lossless) by default")
     p.add_argument(
         "--pattern", default=None, metavar="NAME",
@@ -271,32 +272,44 @@ def x264_max_len(longest: int, gop: int) -> int:
 
 def _pack_pix_fmt(args: argparse.Namespace, *, resuming: bool) -> Any:
     """``"native"`` when the video's planes can be kept (and a resumed store holds planes),
-    else ``"rgb24"``."""
+    else RGB, with the input's alpha and samples of more than 8 bits (``"rgb24"`` where
+    asked for, or for ``--intra webp``)."""
+    from ..io.formats import rgb_keeping
     from ..store import FrameStore
 
-    if args.pix_fmt == "rgb24" or args.size is not None:
+    if args.pix_fmt == "rgb24":
         return "rgb24"
     if args.intra == "webp":  # WebP codes RGB
         if args.pix_fmt == "native":
             raise ValueError("--intra webp codes RGB frames; drop --pix-fmt native")
         return "rgb24"
-    if resuming:
+    if resuming:  # as the store holds its frames
         with FrameStore(args.store, hot_bytes=0, warm_bytes=0, read_ahead=False) as store:
-            return "native" if store.header.pixels is not None else "rgb24"
-    return default_planes(args.input)
+            if store.header.pixels is not None:
+                return "native"
+            spec = store.header.spec
+            alpha = len(spec.shape) == 3 and spec.shape[-1] == 4
+            return rgb_keeping(alpha=alpha, deep=spec.dtype.itemsize > 1)
+    return default_planes(args.input, resized=args.size is not None)
 
 
-def default_planes(path: str) -> Any:
+def default_planes(path: str, *, resized: bool = False) -> Any:
     """What a default pack of the video at ``path`` stores: ``"native"`` (the decoder's
-    planes) when its layout can be kept, else ``"rgb24"``."""
+    planes) when its layout can be kept and it is not ``resized``, else RGB that keeps
+    its alpha and its samples of more than 8 bits (a store holds both)."""
+    from ..io.formats import rgb_keeping
     from ..io.inputs import is_image_sequence
     from ..io.layouts import NATIVE
+    from ..io.probe import samples
     from ..io.video import VideoSource
 
     if is_image_sequence(path):
         return "native"  # the images as their files hold them
-    probe = VideoSource(path)
-    return "native" if probe.info.get("source_pix_fmt") in NATIVE else "rgb24"
+    stream_pix_fmt = VideoSource(path).info.get("source_pix_fmt")
+    if stream_pix_fmt in NATIVE and not resized:
+        return "native"
+    alpha, bits = samples(stream_pix_fmt)
+    return rgb_keeping(alpha=alpha, deep=bits > 8)
 
 
 def _first(*values: Any) -> Any:
@@ -339,7 +352,8 @@ def run_unpack(args: argparse.Namespace) -> int:
     pixels = facts.get("pixels") or {}
     native = video and encodes_planes(codec, pixels.get("layout"), pixels.get("width", 0),
                                       pixels.get("height", 0))  # fmt: skip
-    source = StoreSource(args.store, pix_fmt="native" if native else "rgb24")
+    folder, naming = (out, {}) if video else _image_output(out, args, facts)
+    source = StoreSource(args.store, pix_fmt="native" if native else _rgb_of(pixels, naming))
     try:
         if video:
             sink: Any = VideoSink(
@@ -347,7 +361,7 @@ def run_unpack(args: argparse.Namespace) -> int:
                 input_pix_fmt="native" if native else None,
             )  # fmt: skip
         else:
-            sink = ImageSequenceSink(out, overwrite=args.overwrite, **_naming(args, facts))
+            sink = ImageSequenceSink(folder, overwrite=args.overwrite, **naming)
         pipeline = Pipeline.from_source(source, batch_size=args.batch_size).to(sink)
         report, written = observed_run(args.observe, args.scale, pipeline, "unpack")
     finally:
@@ -373,6 +387,35 @@ def run_unpack(args: argparse.Namespace) -> int:
     else:
         print(f"{report.frames} frames -> {out}")
     return 0
+
+
+def _rgb_of(pixels: dict[str, Any], naming: dict[str, Any]) -> str:
+    """The RGB a store of planes (``pixels``: their layout) is read as: ``"rgb48"`` where
+    its samples have more than 8 bits and the images hold 16 (PNG, TIFF), else
+    ``"rgb24"`` (a store of RGB gives its frames as stored either way)."""
+    from ..io.probe import samples
+
+    suffix = os.path.splitext(str(naming.get("pattern", ".png")))[1].lower()
+    deep = samples(pixels.get("layout"))[1] > 8 and suffix in (".png", ".tif", ".tiff")
+    return "rgb48" if deep else "rgb24"
+
+
+def _image_output(
+    out: Path, args: argparse.Namespace, facts: dict[str, Any]
+) -> tuple[Path, dict[str, Any]]:
+    """The folder the images go to and their names: ``OUT`` a folder (named as
+    :func:`_naming` says), or a pattern in one (``frames/f_%05d.png``), as ``transcode``
+    takes it."""
+    from ..io.inputs import is_image
+
+    if not is_image(out):
+        return out, _naming(args, facts)
+    if args.pattern is not None:
+        raise ValueError(
+            f"{str(out)!r} names the images, and so does --pattern {args.pattern!r}: give "
+            "a folder with --pattern, or the pattern alone"
+        )
+    return out.parent, {"pattern": out.name}
 
 
 def _naming(args: argparse.Namespace, facts: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,13 @@ DEEP: dict[str, str] = {"rgb48": "rgb48le", "rgba64": "rgba64le"}
 """The RGB frames of 16 bits a sample (uint16), and FFmpeg's names for them."""
 
 
+def rgb_keeping(*, alpha: bool, deep: bool) -> PixFmt:
+    """The RGB frames that keep alpha and samples of more than 8 bits, as asked."""
+    if deep:
+        return "rgba64" if alpha else "rgb48"
+    return "rgba" if alpha else "rgb24"
+
+
 def sample_dtype(pix_fmt: str) -> np.dtype[Any]:
     """The dtype of a sample of frames in ``pix_fmt``: uint16 for :data:`DEEP`, else uint8."""
     return np.dtype(np.uint16 if pix_fmt in DEEP else np.uint8)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import FrameError
 from ..frames import FrameSpec
+from .formats import DEEP, sample_dtype
 from .swscale import swscale_of
 
 #: name -> (chroma width shift, chroma height shift, planes, bytes per sample)
@@ -179,9 +180,11 @@ def encodable_twin(name: str, formats: set[str]) -> str | None:
     return None
 
 
-def to_rgb(frame: np.ndarray, layout: Layout, tags: dict[str, Any]) -> np.ndarray:
-    """One planar frame as ``(H, W, 3)`` rgb24, as :class:`VideoSource` converts it by
-    default (FFmpeg's swscale)."""
-    rgb = np.empty((layout.height, layout.width, 3), np.uint8)
-    swscale_of("rgb24").convert_into(layout.to_frame(frame, tags), rgb)
+def to_rgb(
+    frame: np.ndarray, layout: Layout, tags: dict[str, Any], pix_fmt: str = "rgb24"
+) -> np.ndarray:
+    """One planar frame as ``(H, W, 3)`` RGB, as :class:`VideoSource` converts it (FFmpeg's
+    swscale): ``rgb24`` by default, ``rgb48`` (uint16) to keep more than 8 bits."""
+    rgb = np.empty((layout.height, layout.width, 3), sample_dtype(pix_fmt))
+    swscale_of(DEEP.get(pix_fmt, pix_fmt)).convert_into(layout.to_frame(frame, tags), rgb)
     return rgb

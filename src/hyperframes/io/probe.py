@@ -203,6 +203,17 @@ def vfr_suspected(
     return bool(steps) and max(steps) - min(steps) > 1
 
 
+def samples(pix_fmt: str | None) -> tuple[bool, int]:
+    """Whether frames in FFmpeg's ``pix_fmt`` have alpha, and the most bits a sample of
+    theirs has: ``(True, 16)`` for ``gbrap16le``, ``(False, 10)`` for ``yuv420p10le``;
+    ``(False, 8)`` for a format FFmpeg does not know (or none)."""
+    try:
+        components = av.VideoFormat(pix_fmt or "").components
+    except (ValueError, av.FFmpegError):
+        return False, 8
+    return any(c.is_alpha for c in components), max(c.bits for c in components)
+
+
 def display_rotation(
     container: av.container.InputContainer, stream: av.video.stream.VideoStream
 ) -> int:

@@ -47,6 +47,7 @@ from ..frames import FrameSpec
 from ..hyper import decode_frame, decode_group
 from ..hyper.codec import group_header as group_format
 from ..io.base import CacheTier
+from ..io.formats import sample_dtype
 from ..io.layouts import to_rgb
 from . import _env
 from . import format as fmt
@@ -79,10 +80,11 @@ class FrameStore:
             With either ``"group"`` or ``"auto"``, a group is decoded whole (and read
             ahead) only when the hot tier can hold it; otherwise frame by frame.
         read_ahead: read the next hyperframe in the background during sequential access.
-        pix_fmt: for a store of a video's native planes, ``"rgb24"`` (default) converts
-            each frame to ``(H, W, 3)`` RGB as :class:`~hyperframes.io.video.VideoSource`
-            does; ``"native"`` or the layout's name (``"yuv420p"``...) gives the planes
-            exactly as decoded. Other stores give their frames as stored either way.
+        pix_fmt: for a store of a video's native planes, ``"rgb24"`` (default) converts each
+            frame to ``(H, W, 3)`` RGB as :class:`~hyperframes.io.video.VideoSource` does
+            (``"rgb48"``: uint16, the samples of a 10-bit video kept); ``"native"`` or the
+            layout's name (``"yuv420p"``...) gives the planes exactly as decoded. Other
+            stores give their frames as stored either way.
 
     Raises:
         StoreError: not a store, a store of another format version, or already open for
@@ -139,26 +141,27 @@ class FrameStore:
         """The frames as this store gives them (RGB for native planes, unless ``pix_fmt``)."""
         layout = self.header.layout
         if self._rgb and layout is not None:
-            return FrameSpec((layout.height, layout.width, 3), np.uint8)
+            return FrameSpec((layout.height, layout.width, 3), sample_dtype(self._rgb))
         return self.header.spec
 
-    def _delivery(self, pix_fmt: str) -> bool:
-        """Whether frames are converted to RGB on the way out."""
+    def _delivery(self, pix_fmt: str) -> str | None:
+        """The RGB frames are converted to on the way out (``"rgb24"``, ``"rgb48"``), if
+        any."""
         layout = self.header.layout
-        allowed = {"rgb24", "native"} | ({layout.name} if layout else set())
+        allowed = {"rgb24", "rgb48", "native"} | ({layout.name} if layout else set())
         if pix_fmt not in allowed:
             raise ValueError(
                 f"pix_fmt must be one of {sorted(allowed)} for this store "
                 f"({layout.name if layout else 'frames stored as they came'}), got {pix_fmt!r}"
             )
-        return layout is not None and pix_fmt == "rgb24"
+        return pix_fmt if layout is not None and pix_fmt in ("rgb24", "rgb48") else None
 
     def _out(self, frame: np.ndarray) -> np.ndarray:
         """A stored frame as this store gives it."""
         layout = self.header.layout
         if not self._rgb or layout is None:
             return frame
-        rgb = to_rgb(frame, layout, self.header.pixels or {})
+        rgb = to_rgb(frame, layout, self.header.pixels or {}, self._rgb)
         rgb.flags.writeable = False
         return rgb
 

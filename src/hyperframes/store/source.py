@@ -37,7 +37,8 @@ class StoreSource(Source):
         start: first frame.
         stop: one past the last frame; ``None`` for the end (as the store is now).
         pix_fmt: as for :class:`FrameStore`: a store of a video's native planes gives RGB
-            by default, its planes with ``"native"`` (or the layout's name).
+            by default (``"rgb48"``: in 16 bits), its planes with ``"native"`` (or the
+            layout's name).
 
     Raises:
         StoreError, StoreCorrupt: as :class:`FrameStore`.
@@ -60,7 +61,7 @@ class StoreSource(Source):
                 raise ValueError(f"need 0 <= start <= stop <= {n}, got start={start}, stop={stop}")
             self.spec = store.spec
             self.info: dict[str, Any] = dict(store.info.source)
-            if pix_fmt != "rgb24" and store.header.pixels:  # the planes' layout and tags
+            if pix_fmt not in ("rgb24", "rgb48") and store.header.pixels:  # planes' layout, tags
                 self.info.update(store.header.pixels)
         self.start, self.stop, self._next = start, end, start
         self.length = end - start
