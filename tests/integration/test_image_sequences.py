@@ -287,6 +287,13 @@ def test_a_videos_alpha_and_deep_samples_are_kept_where_the_output_holds_them(
     capsys.readouterr()
     assert main(["unpack", "st.hfs", "un2/g_%02d.png", "--pattern", "h_%02d.png"]) == 1
     assert "names the images, and so does --pattern" in capsys.readouterr().err
+    assert main(["frame", "st.hfs", "3", "one.png"]) == 0  # one frame of it, the same
+    one = cv2.cvtColor(cv2.imread("one.png", cv2.IMREAD_UNCHANGED), to_rgb)
+    assert np.array_equal(one, want[3])
+    capsys.readouterr()
+    code = main(["frame", "st.hfs", "3", "one.jpg"])  # alpha refused; 10 or 16 bits told
+    err = capsys.readouterr().err
+    assert (code, "JPEG cannot hold" in err) == (1, True) if alpha else "in 8 bits" in err
     code = main(["transcode", "in.mkv", "out.mp4"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     if alpha:

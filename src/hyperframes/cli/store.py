@@ -434,7 +434,10 @@ def _naming(args: argparse.Namespace, facts: dict[str, Any]) -> dict[str, Any]:
 def run_frame(args: argparse.Namespace) -> int:
     import cv2
 
+    from ..frames import FrameSpec
+    from ..io.image_sink import check_kept
     from ..io.inputs import IMAGE_SUFFIXES
+    from ..io.probe import samples
     from ..io.publish import check_output, write_output
     from ..store import FrameStore
 
@@ -444,8 +447,15 @@ def run_frame(args: argparse.Namespace) -> int:
         kinds = ", ".join(sorted(IMAGE_SUFFIXES))
         raise ValueError(f"cannot write an image named {args.output!r}; use one of {kinds}")
     check_output(out, overwrite=args.overwrite)
-    with FrameStore(args.store, read_ahead=False) as store:
+    pixels = store_info(args.store).get("pixels") or {}
+    rgb = _rgb_of(pixels, {"pattern": out.name})
+    with FrameStore(args.store, read_ahead=False, pix_fmt=rgb) as store:
         frame = store[args.index]
+    check_kept(FrameSpec.of(frame), kind)  # (alpha or 16 bits a JPEG would drop)
+    bits = samples(pixels.get("layout"))[1]
+    if bits > 8 and rgb == "rgb24":  # (as transcode tells of it: an 8-bit image is asked for)
+        print(f"hyperframes: warning: the store's {bits}-bit samples are written in 8 bits, "
+              f"which {kind} holds; .png or .tif keep them", file=sys.stderr)  # fmt: skip
     channels = 1 if frame.ndim == 2 else frame.shape[-1]
     if channels == 3:
         frame = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)

@@ -142,18 +142,7 @@ class ImageSequenceSink(Sink):
 
     def open(self, spec: FrameSpec, info: dict[str, Any]) -> None:
         """Create the output and temporary folders and the writing threads."""
-        frame_format(spec)  # refuses what imwrite cannot take
-        suffix = Path(self.name_of(0)).suffix.lower()
-        alpha = len(spec.shape) == 3 and spec.shape[-1] == 4
-        lost = [what for what, lose in (("alpha", alpha and suffix not in _ALPHA),
-                                        ("16 bits a sample", spec.dtype == np.uint16
-                                         and suffix not in _DEEP)) if lose]  # fmt: skip
-        if lost:
-            kind = suffix.lstrip(".").upper().replace("JPG", "JPEG")
-            raise ValueError(
-                f"the frames have {' and '.join(lost)}, which {kind} cannot hold; name the "
-                f"images .png or .tif to keep {'them' if len(lost) > 1 or not alpha else 'it'}"
-            )
+        check_kept(spec, Path(self.name_of(0)).suffix.lower())
         if not self.directory.exists():
             self.directory.mkdir(parents=True)
             self._created = True
@@ -231,6 +220,22 @@ class ImageSequenceSink(Sink):
 
     def __repr__(self) -> str:
         return f"ImageSequenceSink({str(self.directory)!r}, pattern={self.pattern!r})"
+
+
+def check_kept(spec: FrameSpec, suffix: str) -> None:
+    """Refuse frames of ``spec`` that images named ``suffix`` (``".jpg"``) cannot take, or
+    whose alpha or 16 bits they would drop, in one line that names what keeps them."""
+    frame_format(spec)  # refuses what imwrite cannot take
+    alpha = len(spec.shape) == 3 and spec.shape[-1] == 4
+    lost = [what for what, lose in (("alpha", alpha and suffix not in _ALPHA),
+                                    ("16 bits a sample", spec.dtype == np.uint16
+                                     and suffix not in _DEEP)) if lose]  # fmt: skip
+    if lost:
+        kind = suffix.lstrip(".").upper().replace("JPG", "JPEG")
+        raise ValueError(
+            f"the frames have {' and '.join(lost)}, which {kind} cannot hold; name the "
+            f"images .png or .tif to keep {'them' if len(lost) > 1 or not alpha else 'it'}"
+        )
 
 
 def remove_stale_partials(directory: str | os.PathLike[str]) -> list[Path]:
