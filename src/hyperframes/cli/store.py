@@ -353,7 +353,14 @@ def run_unpack(args: argparse.Namespace) -> int:
     native = video and encodes_planes(codec, pixels.get("layout"), pixels.get("width", 0),
                                       pixels.get("height", 0))  # fmt: skip
     folder, naming = (out, {}) if video else _image_output(out, args, facts)
-    source = StoreSource(args.store, pix_fmt="native" if native else _rgb_of(pixels, naming))
+    if native:
+        pix_fmt = "native"
+    elif video:
+        pix_fmt = _rgb_of(pixels, holds_deep=codec == "ffv1", where=f"{codec} in yuv420p")
+    else:
+        name = str(naming.get("pattern", ".png"))
+        pix_fmt = _rgb_of(pixels, holds_deep=_holds_deep(name), where=f"{name!r} images")
+    source = StoreSource(args.store, pix_fmt=pix_fmt)
     try:
         if video:
             sink: Any = VideoSink(
@@ -389,15 +396,23 @@ def run_unpack(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rgb_of(pixels: dict[str, Any], naming: dict[str, Any]) -> str:
+def _rgb_of(pixels: dict[str, Any], *, holds_deep: bool, where: str) -> str:
     """The RGB a store of planes (``pixels``: their layout) is read as: ``"rgb48"`` where
-    its samples have more than 8 bits and the images hold 16 (PNG, TIFF), else
-    ``"rgb24"`` (a store of RGB gives its frames as stored either way)."""
+    its samples have more than 8 bits and the output ``holds_deep``, else ``"rgb24"``,
+    said in a warning line where that drops bits (a store of RGB gives its frames as
+    stored either way)."""
     from ..io.probe import samples
 
-    suffix = os.path.splitext(str(naming.get("pattern", ".png")))[1].lower()
-    deep = samples(pixels.get("layout"))[1] > 8 and suffix in (".png", ".tif", ".tiff")
-    return "rgb48" if deep else "rgb24"
+    bits = samples(pixels.get("layout"))[1]
+    if bits > 8 and not holds_deep:  # (as transcode tells of it: 8 bits are asked for)
+        print(f"hyperframes: warning: the store's {bits}-bit samples are written in 8 bits, "
+              f"which {where} can hold; FFV1 (.mkv) or .png keep them", file=sys.stderr)  # fmt: skip
+    return "rgb48" if bits > 8 and holds_deep else "rgb24"
+
+
+def _holds_deep(name: str) -> bool:
+    """Whether images named ``name`` (a file name or a pattern) hold 16 bits a sample."""
+    return os.path.splitext(name)[1].lower() in (".png", ".tif", ".tiff")
 
 
 def _image_output(
@@ -437,7 +452,6 @@ def run_frame(args: argparse.Namespace) -> int:
     from ..frames import FrameSpec
     from ..io.image_sink import check_kept
     from ..io.inputs import IMAGE_SUFFIXES
-    from ..io.probe import samples
     from ..io.publish import check_output, write_output
     from ..store import FrameStore
 
@@ -448,14 +462,10 @@ def run_frame(args: argparse.Namespace) -> int:
         raise ValueError(f"cannot write an image named {args.output!r}; use one of {kinds}")
     check_output(out, overwrite=args.overwrite)
     pixels = store_info(args.store).get("pixels") or {}
-    rgb = _rgb_of(pixels, {"pattern": out.name})
+    rgb = _rgb_of(pixels, holds_deep=_holds_deep(out.name), where=f"{kind} images")
     with FrameStore(args.store, read_ahead=False, pix_fmt=rgb) as store:
         frame = store[args.index]
     check_kept(FrameSpec.of(frame), kind)  # (alpha or 16 bits a JPEG would drop)
-    bits = samples(pixels.get("layout"))[1]
-    if bits > 8 and rgb == "rgb24":  # (as transcode tells of it: an 8-bit image is asked for)
-        print(f"hyperframes: warning: the store's {bits}-bit samples are written in 8 bits, "
-              f"which {kind} holds; .png or .tif keep them", file=sys.stderr)  # fmt: skip
     channels = 1 if frame.ndim == 2 else frame.shape[-1]
     if channels == 3:
         frame = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)
