@@ -405,8 +405,8 @@ def _rgb_of(pixels: dict[str, Any], *, holds_deep: bool, where: str) -> str:
 
     bits = samples(pixels.get("layout"))[1]
     if bits > 8 and not holds_deep:  # (as transcode tells of it: 8 bits are asked for)
-        print(f"hyperframes: warning: the store's {bits}-bit samples are written in 8 bits, "
-              f"which {where} can hold; FFV1 (.mkv) or .png keep them", file=sys.stderr)  # fmt: skip
+        said = f"the store's {bits}-bit samples are written in 8 bits, which {where} can hold"
+        print(f"hyperframes: warning: {said}; FFV1 (.mkv) or .png keep them", file=sys.stderr)
     return "rgb48" if bits > 8 and holds_deep else "rgb24"
 
 
