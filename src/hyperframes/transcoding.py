@@ -159,7 +159,7 @@ def kept_rgb(
     it refuses an image sequence's), and samples of more than 8 bits where the output
     holds them (FFV1, or a ``pix_fmt`` of as many bits; PNG and TIFF images); elsewhere
     8 bits, with the line that says so (a 10-bit film to H.264 is a common delivery)."""
-    from .io.formats import rgb_keeping
+    from .io.formats import DEEP_IMAGES, rgb_keeping
     from .io.inputs import is_image
     from .io.probe import samples
 
@@ -168,7 +168,7 @@ def kept_rgb(
         return rgb_keeping(alpha=alpha, deep=False), None
     if images_out(output):
         suffix = os.path.splitext(output)[1].lower() if is_image(output) else ".png"
-        holds, where = suffix in (".png", ".tif", ".tiff"), f"{suffix} images"
+        holds, where = suffix in DEEP_IMAGES, f"{suffix} images"
     else:
         codec, chosen = encoder.get("codec", "libx264"), encoder.get("pix_fmt")
         holds = samples(chosen)[1] > 8 if chosen else codec == "ffv1"

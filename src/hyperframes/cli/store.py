@@ -412,7 +412,9 @@ def _rgb_of(pixels: dict[str, Any], *, holds_deep: bool, where: str) -> str:
 
 def _holds_deep(name: str) -> bool:
     """Whether images named ``name`` (a file name or a pattern) hold 16 bits a sample."""
-    return os.path.splitext(name)[1].lower() in (".png", ".tif", ".tiff")
+    from ..io.formats import DEEP_IMAGES
+
+    return os.path.splitext(name)[1].lower() in DEEP_IMAGES
 
 
 def _image_output(

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import FrameError, MediaError
 from ..frames import FrameSpec, describe_shape
-from .formats import CHANNELS, DEEP, PixFmt, cv_into, i420_spec, sample_dtype
+from .formats import CHANNELS, DEEP_RGB, PixFmt, cv_into, i420_spec, sample_dtype
 from .layouts import TAGS, Layout
 from .swscale import swscale_of
 from .yuv import resize_frame_into
@@ -192,4 +192,4 @@ class FrameConverter:
             shape = (frame.height, frame.width, CHANNELS[self.pix_fmt])
             cv_into(dst, shape, cv2.cvtColor, frame.to_ndarray(), code)
         else:
-            swscale_of(DEEP.get(self.pix_fmt, self.pix_fmt)).convert_into(frame, dst)
+            swscale_of(DEEP_RGB.get(self.pix_fmt, self.pix_fmt)).convert_into(frame, dst)

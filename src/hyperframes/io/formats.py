@@ -19,8 +19,12 @@ PixFmt = Literal["rgb24", "gray", "rgba", "rgb48", "rgba64", "yuv420p", "native"
 OnCorrupt = Literal["fail", "skip"]
 
 CHANNELS: dict[str, int] = {"gray": 1, "rgb24": 3, "rgba": 4, "rgb48": 3, "rgba64": 4}
-DEEP: dict[str, str] = {"rgb48": "rgb48le", "rgba64": "rgba64le"}
+DEEP_RGB: dict[str, str] = {"rgb48": "rgb48le", "rgba64": "rgba64le"}
 """The RGB frames of 16 bits a sample (uint16), and FFmpeg's names for them."""
+ALPHA_IMAGES = frozenset({".png", ".tif", ".tiff", ".webp"})
+"""The image suffixes whose files keep alpha."""
+DEEP_IMAGES = frozenset({".png", ".tif", ".tiff"})
+"""The image suffixes whose files keep 16 bits a sample."""
 
 
 def rgb_keeping(*, alpha: bool, deep: bool) -> PixFmt:
@@ -31,8 +35,8 @@ def rgb_keeping(*, alpha: bool, deep: bool) -> PixFmt:
 
 
 def sample_dtype(pix_fmt: str) -> np.dtype[Any]:
-    """The dtype of a sample of frames in ``pix_fmt``: uint16 for :data:`DEEP`, else uint8."""
-    return np.dtype(np.uint16 if pix_fmt in DEEP else np.uint8)
+    """The dtype of a sample of frames in ``pix_fmt``: uint16 for :data:`DEEP_RGB`, else uint8."""
+    return np.dtype(np.uint16 if pix_fmt in DEEP_RGB else np.uint8)
 
 
 def i420_spec(width: int, height: int) -> FrameSpec:

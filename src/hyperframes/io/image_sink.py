@@ -28,14 +28,12 @@ import numpy as np
 from ..errors import MediaError
 from ..frames import FrameSpec
 from .base import Sink
-from .formats import check_frames, frame_format
+from .formats import ALPHA_IMAGES, DEEP_IMAGES, check_frames, frame_format
 from .image_names import as_template
 from .images import default_workers
 from .publish import fsync_path, host_name, owner_of, publish_files, running, store_folder_of
 
 _FROM_RGB = {3: cv2.COLOR_RGB2BGR, 4: cv2.COLOR_RGBA2BGRA}
-_ALPHA = frozenset({".png", ".tif", ".tiff", ".webp"})  # the suffixes that keep alpha
-_DEEP = frozenset({".png", ".tif", ".tiff"})  # and 16 bits a sample
 #: The prefix of a sink's temporary folder, ``.partial-<host>-<pid>-<random>``.
 PARTIAL_PREFIX = ".partial-"
 #: A temporary folder whose name carries no process id (left by an older version) is
@@ -227,9 +225,9 @@ def check_kept(spec: FrameSpec, suffix: str) -> None:
     whose alpha or 16 bits they would drop, in one line that names what keeps them."""
     frame_format(spec)  # refuses what imwrite cannot take
     alpha = len(spec.shape) == 3 and spec.shape[-1] == 4
-    lost = [what for what, lose in (("alpha", alpha and suffix not in _ALPHA),
+    lost = [what for what, lose in (("alpha", alpha and suffix not in ALPHA_IMAGES),
                                     ("16 bits a sample", spec.dtype == np.uint16
-                                     and suffix not in _DEEP)) if lose]  # fmt: skip
+                                     and suffix not in DEEP_IMAGES)) if lose]  # fmt: skip
     if lost:
         kind = suffix.lstrip(".").upper().replace("JPG", "JPEG")
         raise ValueError(

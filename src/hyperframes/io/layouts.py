@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import FrameError
 from ..frames import FrameSpec
-from .formats import DEEP, sample_dtype
+from .formats import DEEP_RGB, sample_dtype
 from .swscale import swscale_of
 
 #: name -> (chroma width shift, chroma height shift, planes, bytes per sample)
@@ -186,5 +186,5 @@ def to_rgb(
     """One planar frame as ``(H, W, 3)`` RGB, as :class:`VideoSource` converts it (FFmpeg's
     swscale): ``rgb24`` by default, ``rgb48`` (uint16) to keep more than 8 bits."""
     rgb = np.empty((layout.height, layout.width, 3), sample_dtype(pix_fmt))
-    swscale_of(DEEP.get(pix_fmt, pix_fmt)).convert_into(layout.to_frame(frame, tags), rgb)
+    swscale_of(DEEP_RGB.get(pix_fmt, pix_fmt)).convert_into(layout.to_frame(frame, tags), rgb)
     return rgb
