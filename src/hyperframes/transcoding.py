@@ -159,24 +159,33 @@ def kept_rgb(
     it refuses an image sequence's), and samples of more than 8 bits where the output
     holds them (FFV1, or a ``pix_fmt`` of as many bits; PNG and TIFF images); elsewhere
     8 bits, with the line that says so (a 10-bit film to H.264 is a common delivery)."""
-    from .io.formats import DEEP_IMAGES, rgb_keeping
-    from .io.inputs import is_image
+    from .io.formats import rgb_keeping
     from .io.probe import samples
 
     alpha, bits = samples(stream_pix_fmt)
     if bits <= 8:
         return rgb_keeping(alpha=alpha, deep=False), None
-    if images_out(output):
-        suffix = os.path.splitext(output)[1].lower() if is_image(output) else ".png"
-        holds, where = suffix in DEEP_IMAGES, f"{suffix} images"
-    else:
-        codec, chosen = encoder.get("codec", "libx264"), encoder.get("pix_fmt")
-        holds = samples(chosen)[1] > 8 if chosen else codec == "ffv1"
-        where = f"{codec} in {chosen or 'yuv420p'}"
+    holds, where = holds_deep(output, encoder)
     return rgb_keeping(alpha=alpha, deep=holds), None if holds else (
         f"the input's {bits}-bit samples are written in 8 bits, which {where} holds; "
         "--codec ffv1 (.mkv) or .png images keep them"
     )
+
+
+def holds_deep(output: str, encoder: EncoderOptions) -> tuple[bool, str]:
+    """Whether ``output`` (images, named or in a folder of ``.png``; or a video of
+    ``encoder``'s) holds samples of more than 8 bits (FFV1, a ``pix_fmt`` of as many,
+    PNG and TIFF), and what it is, in words, for the line that says it does not."""
+    from .io.formats import DEEP_IMAGES
+    from .io.inputs import is_image
+    from .io.probe import samples
+
+    if images_out(output):
+        suffix = os.path.splitext(output)[1].lower() if is_image(output) else ".png"
+        return suffix in DEEP_IMAGES, f"{suffix} images"
+    codec, chosen = encoder.get("codec", "libx264"), encoder.get("pix_fmt")
+    holds = samples(chosen)[1] > 8 if chosen else codec == "ffv1"
+    return holds, f"{codec} in {chosen or 'yuv420p'}"
 
 
 def check(

@@ -353,13 +353,8 @@ def run_unpack(args: argparse.Namespace) -> int:
     native = video and encodes_planes(codec, pixels.get("layout"), pixels.get("width", 0),
                                       pixels.get("height", 0))  # fmt: skip
     folder, naming = (out, {}) if video else _image_output(out, args, facts)
-    if native:
-        pix_fmt = "native"
-    elif video:
-        pix_fmt = _rgb_of(pixels, holds_deep=codec == "ffv1", where=f"{codec} in yuv420p")
-    else:
-        name = str(naming.get("pattern", ".png"))
-        pix_fmt = _rgb_of(pixels, holds_deep=_holds_deep(name), where=f"{name!r} images")
+    named = out if video else folder / str(naming.get("pattern", "frame_%06d.png"))
+    pix_fmt = "native" if native else _rgb_of(pixels, named, codec)
     source = StoreSource(args.store, pix_fmt=pix_fmt)
     try:
         if video:
@@ -396,25 +391,23 @@ def run_unpack(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rgb_of(pixels: dict[str, Any], *, holds_deep: bool, where: str) -> str:
-    """The RGB a store of planes (``pixels``: their layout) is read as: ``"rgb48"`` where
-    its samples have more than 8 bits and the output ``holds_deep``, else ``"rgb24"``,
-    said in a warning line where that drops bits (a store of RGB gives its frames as
-    stored either way)."""
+def _rgb_of(pixels: dict[str, Any], output: Path, codec: str | None = None) -> str:
+    """The RGB a store of planes (``pixels``: their layout) is read as for ``output`` (an
+    image, a pattern, or a video of ``codec``): ``"rgb48"`` where its samples have more
+    than 8 bits and the output holds them (:func:`~hyperframes.transcoding.holds_deep`),
+    else ``"rgb24"``, said in a warning line where that drops bits (a store of RGB gives
+    its frames as stored either way)."""
     from ..io.probe import samples
+    from ..transcoding import holds_deep
 
     bits = samples(pixels.get("layout"))[1]
-    if bits > 8 and not holds_deep:  # (as transcode tells of it: 8 bits are asked for)
+    if bits <= 8:
+        return "rgb24"
+    holds, where = holds_deep(str(output), {"codec": codec} if codec else {})
+    if not holds:  # (as transcode tells of it: 8 bits are asked for)
         said = f"the store's {bits}-bit samples are written in 8 bits, which {where} can hold"
         print(f"hyperframes: warning: {said}; FFV1 (.mkv) or .png keep them", file=sys.stderr)
-    return "rgb48" if bits > 8 and holds_deep else "rgb24"
-
-
-def _holds_deep(name: str) -> bool:
-    """Whether images named ``name`` (a file name or a pattern) hold 16 bits a sample."""
-    from ..io.formats import DEEP_IMAGES
-
-    return os.path.splitext(name)[1].lower() in DEEP_IMAGES
+    return "rgb48" if holds else "rgb24"
 
 
 def _image_output(
@@ -464,7 +457,7 @@ def run_frame(args: argparse.Namespace) -> int:
         raise ValueError(f"cannot write an image named {args.output!r}; use one of {kinds}")
     check_output(out, overwrite=args.overwrite)
     pixels = store_info(args.store).get("pixels") or {}
-    rgb = _rgb_of(pixels, holds_deep=_holds_deep(out.name), where=f"{kind} images")
+    rgb = _rgb_of(pixels, out)
     with FrameStore(args.store, read_ahead=False, pix_fmt=rgb) as store:
         frame = store[args.index]
     check_kept(FrameSpec.of(frame), kind)  # (alpha or 16 bits a JPEG would drop)
