@@ -92,3 +92,36 @@ def test_a_damaged_hyperframe_read_into_a_batch_names_its_frames(colour, tmp_pat
         env.close()
     with pytest.raises(hf.StoreCorrupt, match=r"group 2 \(frames 10\.\.14\)"):
         hf.Pipeline.from_source(StoreSource(copy), batch_size=16).collect()
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory) -> tuple[Path, np.ndarray]:
+    """A store of 70 simulated 16-bit frames (a smooth field drifting under sensor noise):
+    each frame coded alone against its fitted surface, in hyperframes of any length."""
+    rng = np.random.default_rng(12)
+    y, x = np.mgrid[0:40, 0:56] / 512
+    frames = np.stack([2048 + 600 * np.sin(14 * (x + 0.3 * y) - t / 40) + rng.normal(0, 4, x.shape)
+                       for t in range(70)]).astype(np.uint16)  # fmt: skip
+    path = tmp_path_factory.mktemp("simulated") / "s.hfs"
+    hf.Pipeline.from_frames(frames, batch_size=16).group().to(StoreSink(path)).run()
+    return path, frames
+
+
+@pytest.mark.parametrize("batch", [1, 4, 16, 64])
+def test_parts_of_hyperframes_coded_alone_are_decoded_straight_into_the_batch(
+    simulated, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, frames = simulated
+    with FrameStore(path) as store:
+        assert store.header.version == 4 and len(store.groups) > 1
+    asked: list[int] = []
+    group = FrameStore.group
+
+    def spy(self, g, out=None, *, frames=None):
+        asked.append(len(range(*self.groups.span(g))) if frames is None else len(frames))
+        return group(self, g, out, frames=frames)
+
+    monkeypatch.setattr(FrameStore, "group", spy)
+    got = hf.Pipeline.from_source(StoreSource(path, start=2, stop=69), batch_size=batch)
+    np.testing.assert_array_equal(got.collect(), frames[2:69])
+    assert sum(asked) == 67 and max(asked) <= batch  # (no frame decoded twice, none ahead)

@@ -165,9 +165,9 @@ def test_a_newer_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
     path = tmp_path / "new.hfs"
     with StoreWriter(path, hf.FrameSpec((4, 4, 3)), {}, workers=1) as writer:
         writer.write_group(frames)
-    head = fmt.StoreHeader(hf.FrameSpec((4, 4, 3))).to_json() | {"version": 4}
+    head = fmt.StoreHeader(hf.FrameSpec((4, 4, 3))).to_json() | {"version": 5}
     _rewrite_header(path, head)
-    with pytest.raises(hf.StoreError, match=r"version 4 is not supported.*release that wrote"):
+    with pytest.raises(hf.StoreError, match=r"version 5 is not supported.*release that wrote"):
         FrameStore(path)
 
 

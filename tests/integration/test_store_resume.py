@@ -327,3 +327,39 @@ def test_kill_then_resume_an_x264_store(yuv_video: Path, tmp_path: Path) -> None
     assert other.returncode == 1 and "settings" in other.stderr, other.stderr
     with FrameStore(killed, pix_fmt="native") as store:
         assert store.complete and store.verify() == [] and np.array_equal(store[:], expected)
+
+
+def test_a_store_written_before_surfaces_resumed_takes_the_version_its_new_groups_need(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partial 16-bit store of version 3 (as 0.8-0.16 wrote them) resumed by this
+    release: its new groups may code against a surface, so it says version 4, which
+    earlier releases refuse by its version, and every frame reads back."""
+    from hyperframes import FrameSpec
+    from hyperframes.hyper.codec import _surface
+    from hyperframes.store import format as fmt
+
+    rng = np.random.default_rng(13)
+    y, x = np.mgrid[0:48, 0:64] / 512
+    frames = np.stack([2048 + 600 * np.sin(14 * (x + 0.3 * y) - t / 40) + rng.normal(0, 4, x.shape)
+                       for t in range(12)]).astype(np.uint16)  # fmt: skip
+    path, spec = tmp_path / "s.hfs", FrameSpec((48, 64), np.uint16)
+    with monkeypatch.context() as earlier:
+        earlier.setattr(fmt, "version_for", lambda *_: fmt.ZIGZAG_VERSION)
+        earlier.setattr(_surface, "takes", lambda *_: False)
+        writer = FrameStore.create(path, spec)
+        writer.write_group(frames[:6])
+        writer.close(complete=False)
+    with FrameStore(path) as store:
+        assert store.header.version == 3 and not store.complete
+    writer = FrameStore.create(path, spec, resume=True)
+    writer.write_group(frames[6:])
+    writer.close()
+    with FrameStore(path) as store:
+        assert store.header.version == 4 and store.complete
+        np.testing.assert_array_equal(np.stack(list(store)), frames)
+        predictors = []
+        for g in range(len(store.groups)):
+            with store._record(g) as (_, header):
+                predictors.append(header.predictor)
+    assert predictors == ["none", "surface"]

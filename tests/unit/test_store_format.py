@@ -50,24 +50,30 @@ def test_bad_headers_name_the_problem(raw: bytes | None, words: str) -> None:
 
 
 def test_other_version_is_a_store_error_not_corruption() -> None:
-    with pytest.raises(StoreError, match="version 4 is not supported") as info:
-        fmt.parse_header(_header(version=4))
+    with pytest.raises(StoreError, match="version 5 is not supported") as info:
+        fmt.parse_header(_header(version=5))
     assert not isinstance(info.value, StoreCorrupt)
 
 
 @pytest.mark.parametrize(
-    ("dtype", "tier", "pixels", "version"),
+    ("dtype", "tier", "pixels", "shape", "version"),
     [
-        ("uint16", "lossless", None, 3),  # its groups zigzag their residuals
-        ("int32", "lossless", None, 3),
-        ("uint8", "lossless", None, 2),
-        ("float32", "lossless", None, 2),
-        ("uint16", "psnr", None, 2),
-        ("uint16", "lossless", {"layout": "yuv420p10le"}, 2),  # planes: no zigzag
+        ("uint16", "lossless", None, (4, 6), 4),  # its groups may code against a surface
+        ("int16", "lossless", None, (4, 6), 4),
+        ("uint16", "lossless", None, (4, 6, 3), 4),
+        ("uint16", "lossless", None, (4, 6, 5), 3),  # (more channels: zigzag alone)
+        ("uint16", "lossless", None, (4, 6, 2, 2), 3),
+        ("int32", "lossless", None, (4, 6), 3),  # its groups zigzag their residuals
+        ("uint8", "lossless", None, (4, 6), 2),
+        ("float32", "lossless", None, (4, 6), 2),
+        ("uint16", "psnr", None, (4, 6), 2),
+        ("uint16", "lossless", {"layout": "yuv420p10le"}, (4, 6), 2),  # planes: no zigzag
     ],
 )
-def test_only_stores_whose_groups_zigzag_are_version_3(dtype, tier, pixels, version) -> None:
-    spec = FrameSpec((4, 6), dtype)
+def test_stores_of_wide_integers_take_the_version_their_groups_need(
+    dtype, tier, pixels, shape, version
+) -> None:
+    spec = FrameSpec(shape, dtype)
     assert fmt.version_for(spec, tier, pixels) == version
     header = fmt.StoreHeader(spec, created_by="t", version=version)
     assert fmt.parse_header(fmt.dump_json(header.to_json())).version == version

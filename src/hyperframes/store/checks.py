@@ -74,14 +74,16 @@ def checked_frame(frame: np.ndarray, i: int, g: int, groups: GroupTable, spec: F
     return frame
 
 
-def checked_group(frames: np.ndarray, g: int, groups: GroupTable, spec: FrameSpec) -> (
-    np.ndarray
-):  # fmt: skip
-    """Group ``g``'s frames as decoded, checked, read-only."""
+def checked_group(
+    frames: np.ndarray, g: int, groups: GroupTable, spec: FrameSpec, part: range | None = None
+) -> np.ndarray:
+    """Group ``g``'s frames as decoded (``part`` of them: indices within it), checked,
+    read-only."""
     first, stop = groups.span(g)
-    if len(frames) != stop - first:
+    part = range(stop - first) if part is None else part
+    if len(frames) != len(part):
         raise corrupt(
-            f"group {g} decodes to {len(frames)} frames; the table says {stop - first}",
+            f"group {g} decodes to {len(frames)} frames; the table says {len(part)}",
             range(first, stop),
         )  # fmt: skip
     if frames.shape[1:] != spec.shape or frames.dtype != spec.dtype:
@@ -90,10 +92,11 @@ def checked_group(frames: np.ndarray, g: int, groups: GroupTable, spec: FrameSpe
             f"group {g} decodes to frames of {got}, but the header says {spec.describe()}",
             range(first, stop),
         )  # fmt: skip
+    at = first + part.start
     bad = [
-        first + j
+        at + j
         for j in range(len(frames))
-        if fmt.checksum(frames[j]) != int(groups.checksums[first + j])
+        if fmt.checksum(frames[j]) != int(groups.checksums[at + j])
     ]
     if bad:
         raise corrupt(f"frames {bad} (group {g}) fail their checksums", bad)

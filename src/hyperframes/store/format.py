@@ -35,6 +35,7 @@ import xxhash
 from ..choices import INTRAS, MAX_GOP, TIERS
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
+from ..hyper.codec import takes_surface
 from ..io.layouts import NATIVE, TAGS, Layout, layout_for, tags_in
 
 FORMAT_NAME = "hyperframes.store"
@@ -45,7 +46,12 @@ ZIGZAG_VERSION = 3
 """Version 3 (0.8.0): the version of lossless stores of integer frames wider than a byte,
 whose groups zigzag their residuals; other stores stay version 2, so releases before 0.8
 read them, and refuse these by their version, not by a group header they do not know."""
-READABLE_VERSIONS = (1, 2, 3)
+SURFACE_VERSION = 4
+"""Version 4 (0.17.0): the version of lossless stores of 16-bit frames, whose groups may
+code their frames against a fitted surface (``"predictor": "surface"``); releases before
+0.17 refuse them by their version. A store of such frames resumed by this release takes
+this version with its first new group."""
+READABLE_VERSIONS = (1, 2, 3, 4)
 HEADER_KEY = b"hf:header"
 STATE_KEY = b"hf:state"
 TABLE_DB = b"table"
@@ -160,7 +166,9 @@ class StoreHeader:
 def version_for(spec: FrameSpec, tier: str, pixels: dict[str, Any] | None) -> int:
     """The format version a new store of frames of ``spec`` is written in."""
     wide = spec.dtype.kind in "ui" and spec.dtype.itemsize > 1
-    return ZIGZAG_VERSION if wide and tier == "lossless" and pixels is None else VERSION
+    if not (wide and tier == "lossless" and pixels is None):
+        return VERSION
+    return SURFACE_VERSION if takes_surface(spec.shape, spec.dtype) else ZIGZAG_VERSION
 
 
 def pixels_of(spec: FrameSpec, info: dict[str, Any]) -> dict[str, Any] | None:

@@ -388,38 +388,56 @@ class FrameStore:
             yield record
 
     def _load_group(
-        self, g: int, *, hashed: bool = False, out: np.ndarray | None = None
+        self,
+        g: int,
+        *,
+        hashed: bool = False,
+        out: np.ndarray | None = None,
+        frames: range | None = None,
     ) -> np.ndarray:
-        """Group ``g``'s frames as stored, decoded into ``out`` where given, and checked."""
+        """Group ``g``'s frames (``frames`` of them: indices within it) as stored, decoded
+        into ``out`` where given, and checked."""
         first, stop = self.groups.span(g)
+        part = range(stop - first) if frames is None else frames
         try:
             with self._record(g, hashed=hashed) as (data, header):
                 pool = self._threads.bands()
-                frames = decode_group(data, header=header, pool=pool, out=out)
+                decoded = decode_group(data, header=header, pool=pool, out=out, frames=part)
         except StoreCorrupt as exc:
             raise corrupt(
                 f"group {g} (frames {first}..{stop - 1}): {exc}", range(first, stop)
             ) from None
-        return checked_group(frames[:], g, self.groups, self.header.spec)
+        return checked_group(decoded[:], g, self.groups, self.header.spec, part)
 
-    def group(self, g: int, out: np.ndarray | None = None) -> np.ndarray:
+    def group(
+        self, g: int, out: np.ndarray | None = None, *, frames: range | None = None
+    ) -> np.ndarray:
         """The frames of group ``g`` (a hyperframe: ``groups.span(g)``) as this store gives
         them, each checked: decoded straight into ``out`` where given (an array of their
-        shape: a run's slot, say), else into a new, read-only array.
+        shape: a run's slot, say), else into a new, read-only array. ``frames``: those of
+        its frames alone (a range of indices within it; :meth:`decodes_alone` says whether
+        they decode without the others).
 
         Raises:
             StoreCorrupt: the group's record or a frame does not check out.
+            ValueError: ``frames`` is not within the group.
         """
         if not self._rgb:
-            return self._load_group(g, out=out)
-        frames = self._load_group(g)
+            return self._load_group(g, out=out, frames=frames)
+        decoded = self._load_group(g, frames=frames)
         if out is None:
-            out = np.stack([self._out(frame) for frame in frames])
+            out = np.stack([self._out(frame) for frame in decoded])
             out.flags.writeable = False
             return out
-        for j, frame in enumerate(frames):
+        for j, frame in enumerate(decoded):
             out[j] = self._out(frame)
         return out
+
+    def decodes_alone(self, g: int, frames: range) -> bool:
+        """Whether ``frames`` of group ``g`` (indices within it) decode from their own
+        records, none of them a reference to another frame of the group."""
+        with self._record(g, keep=True) as (_, header):
+            return header.within(frames)
 
     def _fits(self, g: int) -> bool:
         """Whether the hot tier can hold group ``g`` decoded."""

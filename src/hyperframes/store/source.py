@@ -1,8 +1,9 @@
 """``StoreSource``: a store's frames as a pipeline source (for unpacking and reprocessing).
 
 The source reads in order, each hyperframe decoded once (:meth:`FrameStore.group`):
-straight into the run's batch where the whole hyperframe falls within it, else into an
-array of its own whose frames go to this batch and the next; the run's source thread
+straight into the run's batch where the whole hyperframe falls within it, or the part of
+it that does where that part decodes alone (frames coded alone: a simulation's, say),
+else into an array of its own whose frames go to this batch and the next; the run's source thread
 decodes ahead of the stages as far as the pool's slots allow. It holds no store open
 between runs: :meth:`StoreSource.open` opens it and starts at ``start`` again,
 :meth:`StoreSource.close` closes it, so one source serves run after run, and
@@ -106,13 +107,14 @@ class StoreSource(Source):
         a, b = self._next, self._next + count
         done = 0
         while done < count:
-            if self._rest is None:  # a hyperframe begins here
+            if self._rest is None:  # a hyperframe begins here, or goes on
                 at = a + done
                 g = store.groups.group_of(at)
                 first, stop = store.groups.span(g)
-                if at == first and stop - first <= count - done:  # straight into the slot
-                    store.group(g, out[done : done + stop - first])
-                    done += stop - first
+                part = range(at - first, min(stop, at + count - done) - first)
+                if part == range(stop - first) or store.decodes_alone(g, part):
+                    store.group(g, out[done : done + len(part)], frames=part)  # into the slot
+                    done += len(part)
                     continue
                 self._rest = store.group(g)[at - first : min(stop, self.stop) - first]
             take = min(count - done, len(self._rest))  # (a hyperframe across two batches)

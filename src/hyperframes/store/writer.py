@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import errno
 import math
 import os
@@ -322,6 +323,10 @@ class StoreWriter:
                 f"store {str(self.path)!r} was packed from another input ({differs}); resume "
                 "from the same input, or pack this one into a new store"
             )
+        if existing.version < self.header.version == fmt.SURFACE_VERSION:  # (its new groups)
+            existing = dataclasses.replace(existing, version=self.header.version)
+            with self._env.begin(write=True) as txn:
+                txn.put(fmt.HEADER_KEY, fmt.dump_json(existing.to_json()))
         self.header = existing
         return fmt.parse_state(raw_state)
 

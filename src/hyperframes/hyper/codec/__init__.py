@@ -2,6 +2,7 @@
 (``coder``); the byte layout it writes (``group_header``); the ways frames are coded
 (the private modules: pixels, records, lossless, lossy, planes through FFV1 or x264)."""
 
+from ._surface import takes as takes_surface
 from .coder import (
     BasePosition,
     EncodedGroup,
@@ -22,4 +23,5 @@ __all__ = [
     "decode_group",
     "encode_group",
     "read_group_info",
+    "takes_surface",
 ]

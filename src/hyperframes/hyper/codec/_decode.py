@@ -17,7 +17,7 @@ import numpy as np
 import zstandard as zstd
 
 from ...errors import StoreCorrupt
-from . import group_header
+from . import _surface, group_header
 from ._lossy import dequantise
 from ._pixels import as_uint, from_zigzag, join_bytes, ungradient, unrct, webp_decode
 
@@ -58,13 +58,23 @@ def decode_group_rows(
     band: int,
     pool: Executor | None = None,
     out: np.ndarray | None = None,
+    frames: range | None = None,
 ) -> np.ndarray:
-    """Band ``band`` of every frame of the group, each record decoded once (``pool`` and
-    ``out``: as for :func:`decode_rows`)."""
+    """Band ``band`` of the group's frames ``frames`` (default: all), each record they
+    need decoded once (``pool``: as for :func:`decode_rows`): straight into ``out`` (their
+    rows) where given, contiguous and of the group's own values (no colour transform),
+    else into an array of their own, then into ``out`` where given."""
     start, stop = header.band_rows(band)
-    frames = np.empty((header.count, math.prod((stop - start, *header.shape[1:]))), header.dtype)
-    decode_records(view, header, range(header.count), band, list(frames), pool)
-    return _finished(header, frames.reshape(header.count, stop - start, *header.shape[1:]), out)
+    wanted = range(header.count) if frames is None else frames
+    shape = (len(wanted), stop - start, *header.shape[1:])
+    direct = out is not None and header.transform == "none" and out.flags.c_contiguous
+    coded = out if direct and out is not None else np.empty(shape, header.dtype)
+    flat = coded.reshape(len(wanted), math.prod(shape[1:]))
+    records = _references_first(header, wanted)
+    rows = [flat[j - wanted.start] if j in wanted else np.empty(flat.shape[1], header.dtype)
+            for j in records]  # fmt: skip
+    decode_records(view, header, records, band, rows, pool)
+    return coded if direct else _finished(header, coded, out)
 
 
 def _finished(header: group_header.Header, coded: np.ndarray, out: np.ndarray | None) -> (
@@ -155,6 +165,9 @@ def _own(
     if rec.kind == "raw" and header.predictor == "webp":  # never banded
         at, length = header.part(rec, band)
         return webp_decode(view[at : at + length], header.shape)
+    if rec.kind == "raw" and header.predictor == "surface":  # never banded
+        at, length = header.part(rec, band)
+        return _surface.decode(view[at : at + length], header.shape, dctx)
     values = _read(view, header.part(rec, band), np.dtype(f"<u{header.dtype.itemsize}"), n, dctx)
     if header.zigzag:
         values = from_zigzag(values)

@@ -1,5 +1,6 @@
 """Lossless groups of arrays (RGB frames, any integer or float frames): frames coded
-alone (gradient residual + zstd, or lossless WebP) and deltas along the layout's references,
+alone (gradient residual + zstd, lossless WebP, or a 16-bit frame less its fitted
+surface: ``_surface``) and deltas along the layout's references,
 band by band, chosen by ``_records.choose_records``. (A video's planes go through
 ``_planes``; lossy tiers through ``_lossy``.)
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import zstandard as zstd
 
-from . import group_header
+from . import _surface, group_header
 from ._pixels import as_uint, planes, webp_encode
 from ._records import Blob, choose_records, reference
 
@@ -56,6 +57,8 @@ def _raw_blob(
     """A frame stored whole (in the group's coded space) as record bytes."""
     if predictor == "webp":
         return webp_encode(coded), ()
+    if predictor == "surface":
+        return _surface.encode(coded, cctx), ()
     return _compress(as_uint(coded), predictor, cctx, bands, zigzag)
 
 

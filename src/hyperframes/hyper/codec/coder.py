@@ -32,12 +32,15 @@ clip: 37 % -> 29 %). Deltas stay as they are: the residual of a delta gained ~5 
 the decoding time of a frame. Decoding a raw record costs one 2-D prefix sum (~10 ms at
 720p). The header names the predictor; groups written without one decode as before.
 
-Integers wider than a byte (16-bit simulation and sensor frames) get no spatial predictor;
-the residuals of their records are zigzagged instead (``"residuals": "zigzag"``), so a
-small negative residual is not 0xFF in every byte plane: a 2,000-frame 512x512 uint16
-simulation stored 12 % smaller (443.7 -> 391.8 MB) and read 1.2x faster in order
-(``benchmarks/store_read.py``). Rows less the rows above made it 13 % smaller again, but
-30 % slower to read in order, so they are left out.
+Integers wider than a byte: the residuals of their records are zigzagged
+(``"residuals": "zigzag"``), so a small negative residual is not 0xFF in every byte plane:
+a 2,000-frame 512x512 uint16 simulation stored 12 % smaller (443.7 -> 391.8 MB) and read
+1.2x faster in order (``benchmarks/store_read.py``). Rows less the rows above made it 13 %
+smaller again, but 30 % slower to read in order, so they are left out. 16-bit frames of
+(H, W) or (H, W, C) are coded alone against a smooth surface fitted to them
+(``"predictor": "surface"``, ``_surface``) where that codes the group's base smaller than
+its plain values: a smooth field's noise then costs about its own entropy, and such frames
+usually code alone smaller than as a delta, so they read back from one record.
 
 ``intra="webp"`` codes the raw records of lossless uint8 RGB groups as lossless WebP
 (through OpenCV) instead: WebP's own predictors, colour transforms and context coding make
@@ -78,16 +81,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import zstandard as zstd
 
 from ...choices import INTRAS, TIERS, Intra, Tier, check_gop
 from ...errors import FrameError
 from ..distance import check_finite, peak_of
-from . import group_header
+from . import _surface, group_header
 from ._decode import decode_group_rows, decode_rows, each_band
 from ._ffv1 import ffv1_format
 from ._lossless import bands_for, compressor, encode_lossless, zigzags
 from ._lossy import encode_lossy
-from ._pixels import WEBP_MAX_SIDE, rct
+from ._pixels import WEBP_MAX_SIDE, as_uint, planes, rct
 from ._planes import decode_planar, encode_planar
 from ._x264 import X264_FORMATS, encode_x264_group
 
@@ -219,6 +223,8 @@ def encode_group(
     predictor = _predictor_for(arr, intra if transform == "rct" else "gradient")
     bands = bands_for(arr, tier, predictor)
     cctx = compressor(level, arr[0].nbytes if bands > 1 else None)
+    if zigzags(arr, tier) and _surface.takes(arr.shape[1:], arr.dtype):
+        predictor, cctx = _surface_or_none(arr[b], level, cctx)
     if tier == "lossless":
         used: str = layout
         coded = rct(arr) if transform == "rct" else arr
@@ -301,35 +307,41 @@ def decode_group(
     header: group_header.Header | None = None,
     pool: Executor | None = None,
     out: np.ndarray | None = None,
+    frames: range | None = None,
 ) -> np.ndarray:
-    """Decode every frame of a group into one ``(n, *shape)`` array (``header`` and
-    ``pool``: as for :func:`decode_frame`): ``out``, where given (of that shape and
-    dtype), else a new one.
+    """Decode every frame of a group, or its ``frames`` (a range of its indices), into one
+    ``(len(frames), *shape)`` array (``header`` and ``pool``: as for :func:`decode_frame`):
+    ``out``, where given (of that shape and dtype), else a new one. Each record the frames
+    need is decoded once, the references of ``frames`` outside them included
+    (``Header.within`` says whether there are any).
 
     Raises:
         StoreCorrupt: the bytes do not check out.
+        ValueError: ``frames`` outside the group, or ``out`` of another shape.
     """
     header = header or group_header.parse_header(data)
     view = memoryview(data)
-    if out is not None and (
-        out.shape != (header.count, *header.shape) or out.dtype != header.dtype
-    ):
-        raise ValueError(f"out is {out.shape} {out.dtype}; the group's frames are "
-                         f"{(header.count, *header.shape)} {header.dtype}")  # fmt: skip
+    wanted = range(header.count) if frames is None else frames
+    if wanted.step != 1 or not 0 <= wanted.start <= wanted.stop <= header.count:
+        raise ValueError(f"frames must be a range within 0..{header.count}, got {frames!r}")
+    shape = (len(wanted), *header.shape)
+    if out is not None and (out.shape != shape or out.dtype != header.dtype):
+        raise ValueError(f"out is {out.shape} {out.dtype}; the frames are "
+                         f"{shape} {header.dtype}")  # fmt: skip
     if header.planes:
-        frames = decode_planar(view, header, range(header.count), pool)
+        decoded = decode_planar(view, header, wanted, pool)
         if out is None:
-            return frames
-        out[...] = frames
+            return decoded
+        out[...] = decoded
         return out
     if header.bands == 1:
-        return decode_group_rows(view, header, 0, pool, out=out)
+        return decode_group_rows(view, header, 0, pool, out=out, frames=wanted)
     if out is None:
-        out = np.empty((header.count, *header.shape), header.dtype)
+        out = np.empty(shape, header.dtype)
 
     def fill(band: int) -> None:
         start, stop = header.band_rows(band)
-        decode_group_rows(view, header, band, out=out[:, start:stop])
+        decode_group_rows(view, header, band, out=out[:, start:stop], frames=wanted)
 
     each_band(fill, header.bands, pool)
     return out
@@ -404,6 +416,19 @@ def _check_options(tier: str, psnr: float, layout: str, base: str, level: int) -
 
 def _transform_for(arr: np.ndarray, tier: str) -> str:
     return "rct" if tier == "lossless" and arr.dtype == np.uint8 and arr.shape[-1] == 3 else "none"
+
+
+def _surface_or_none(base: np.ndarray, level: int, cctx: zstd.ZstdCompressor) -> tuple[
+    str, zstd.ZstdCompressor
+]:  # fmt: skip
+    """A 16-bit group's predictor and compressor: its frames coded against their fitted
+    surface where that codes the base smaller than its plain values do (noisy smooth
+    fields: simulations, sensors), else as they are (flat or sharp synthetic frames)."""
+    surface = _surface.compressor(level)
+    plain = cctx.compress(planes(as_uint(base), zigzag=True))
+    if len(_surface.encode(base, surface)) < len(plain):
+        return "surface", surface
+    return "none", cctx
 
 
 def _predictor_for(arr: np.ndarray, intra: str) -> str:

@@ -13,10 +13,11 @@ one entry per frame, offsets relative to the payload. ``kind`` is ``"raw"``
 (the frame itself), ``"delta"`` (difference modulo 2**bits to frame ``ref``),
 ``"quant"`` (a quantised difference to ``ref``: ``step`` and the stored integer
 ``qdtype``) or ``"copy"`` (the same pixels as ``ref``). Records are zstd frames
-with their content size and checksum, except raw records of ``"predictor": "webp"``
-groups, which are lossless WebP files (their size is checked against the header before
-decoding; the store's checksums cover their bytes). Every field is checked by
-:func:`parse_header` before use; failures raise :class:`StoreCorrupt`.
+with their content size and checksum (the raw records of a ``"predictor": "surface"``
+group hold its knots before its residuals: ``_surface``), except raw records of
+``"predictor": "webp"`` groups, which are lossless WebP files (their size is checked
+against the header before decoding; the store's checksums cover their bytes). Every
+field is checked by :func:`parse_header` before use; failures raise :class:`StoreCorrupt`.
 
 Optional keys: ``"predictor"`` and ``"transform"`` (see ``codec``), and ``"bands": k``
 (2..64): every raw and delta record is then ``k`` zstd frames, one per horizontal band
@@ -51,6 +52,7 @@ import numpy as np
 
 from ...choices import TIERS
 from ...errors import StoreCorrupt
+from . import _surface
 
 MAGIC = b"HFG\x01"
 _LEN = struct.Struct("<I")
@@ -128,6 +130,10 @@ class Header:
     def frame_nbytes(self) -> int:
         return math.prod(self.shape) * self.dtype.itemsize
 
+    def within(self, frames: range) -> bool:
+        """Whether ``frames`` decode from their own records alone (no reference outside)."""
+        return all(self.records[j].ref < 0 or self.records[j].ref in frames for j in frames)
+
     def chain(self, index: int) -> list[int]:
         """Frame indices to decode for ``index``, root first (validated acyclic on parse)."""
         out = [index]
@@ -137,9 +143,10 @@ class Header:
         return out
 
 
-PREDICTORS = ("none", "gradient", "webp", "ffv1", "x264")
+PREDICTORS = ("none", "gradient", "webp", "ffv1", "x264", "surface")
 """How raw records are coded: as is or as gradient residuals (then zstd), as WebP, as FFV1
-packets; ``"x264"``: every record is a lossless H.264 packet."""
+packets; ``"x264"``: every record is a lossless H.264 packet; ``"surface"``: knots and the
+residual to their smooth surface (16-bit frames, ``_surface``)."""
 TRANSFORMS = ("none", "rct")
 """Colour transforms applied to a whole lossless group before coding (see ``codec``)."""
 
@@ -240,7 +247,11 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     wide_ints = dtype.kind in "ui" and dtype.itemsize > 1 and head["tier"] == "lossless"
     if residuals not in ("plain", "zigzag") or (zigzag and (planar or not wide_ints)):
         raise StoreCorrupt("group header: zigzagged residuals need lossless 2- to 8-byte integers")
-    if predictor != "none" and not planar and (dtype != np.uint8 or len(shape) < 2):
+    if predictor == "surface":
+        if not (zigzag and not planar and _surface.takes(shape, dtype)):
+            raise StoreCorrupt("group header: surface records need lossless 16-bit frames "
+                               "(H, W) or (H, W, C), zigzagged")  # fmt: skip
+    elif predictor != "none" and not planar and (dtype != np.uint8 or len(shape) < 2):
         raise StoreCorrupt(f"group header: the {predictor} predictor needs uint8 frames of 2+ dims")
     if transform != "none" and (dtype != np.uint8 or shape[-1] != 3 or head["tier"] != "lossless"):
         raise StoreCorrupt("group header: the colour transform needs lossless uint8 RGB frames")
