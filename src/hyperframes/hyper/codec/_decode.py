@@ -109,13 +109,14 @@ def decode_records(
 
     def own(k: int) -> None:
         j = records[k]
-        value = _own(view, header, j, band, n, zstd.ZstdDecompressor())
-        if value is None:  # (a copy)
+        mine = as_uint(out[k])
+        value = _own(view, header, j, band, n, zstd.ZstdDecompressor(), mine)
+        if value is None or value is mine:  # (a copy; or decoded in place)
             return
         if header.records[j].kind == "quant":
             quantised[j] = value
         else:
-            as_uint(out[k])[:] = as_uint(value)
+            mine[:] = as_uint(value)
 
     if pool is None or len(records) == 1:
         for k in range(len(records)):
@@ -151,10 +152,11 @@ def _own(
     band: int,
     n: int,
     dctx: zstd.ZstdDecompressor,
+    row: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """Band ``band`` of record ``j``'s own ``n`` values, before its reference: a raw
     frame whole, a delta's differences, a quantised record's integers; ``None`` for a
-    copy."""
+    copy. A surface record is decoded into ``row`` (its unsigned values), where given."""
     rec = header.records[j]
     if rec.kind == "copy":
         return None
@@ -167,7 +169,7 @@ def _own(
         return webp_decode(view[at : at + length], header.shape)
     if rec.kind == "raw" and header.predictor == "surface":  # never banded
         at, length = header.part(rec, band)
-        return _surface.decode(view[at : at + length], header.shape, dctx)
+        return _surface.decode(view[at : at + length], header.shape, dctx, row)
     values = _read(view, header.part(rec, band), np.dtype(f"<u{header.dtype.itemsize}"), n, dctx)
     if header.zigzag:
         values = from_zigzag(values)

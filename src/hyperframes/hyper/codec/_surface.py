@@ -69,8 +69,14 @@ def encode(frame: np.ndarray, cctx: zstd.ZstdCompressor) -> bytes:
     return cctx.compress(split_bytes(to_zigzag(residual)) + knots.astype("<i4").tobytes())
 
 
-def decode(raw: memoryview, shape: tuple[int, ...], dctx: zstd.ZstdDecompressor) -> np.ndarray:
-    """A surface record's frame, flat, in uint16 (the frames' unsigned view)."""
+def decode(
+    raw: memoryview,
+    shape: tuple[int, ...],
+    dctx: zstd.ZstdDecompressor,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """A surface record's frame, flat, in uint16 (the frames' unsigned view): into
+    ``out`` (a flat uint16 array of its size) where given."""
     h, w = shape[:2]
     channels = shape[2] if len(shape) == 3 else 1
     kh, kw = knots_shape(h, w)
@@ -87,16 +93,17 @@ def decode(raw: memoryview, shape: tuple[int, ...], dctx: zstd.ZstdDecompressor)
     knots = np.frombuffer(data, "<i4", offset=2 * n).reshape(channels, kh, kw)
     if np.abs(knots.astype(np.int64)).max() > KNOT_LIMIT:
         raise StoreCorrupt("a surface record's knots are out of range")
-    out = surface(knots, shape).reshape(-1)
+    flat = np.empty(n, np.uint16) if out is None else out
+    surface(knots, shape, flat.reshape(h, w, channels))
     high = np.frombuffer(data, np.uint8, n, offset=n)
     if high.any():
-        out += from_zigzag(join_bytes(data[: 2 * n], np.dtype("<u2"), n))
-        return out
+        flat += from_zigzag(join_bytes(data[: 2 * n], np.dtype("<u2"), n))
+        return flat
     low = np.frombuffer(data, np.uint8, n)  # (every residual within -128..127: a byte)
     small = np.right_shift(low, 1).view(np.int8)
     small ^= np.negative(low & 1).view(np.int8)
-    np.add(out.view(np.int16), small, out=out.view(np.int16))  # (modulo 2**16)
-    return out
+    np.add(flat.view(np.int16), small, out=flat.view(np.int16))  # (modulo 2**16)
+    return flat
 
 
 def fit(frame: np.ndarray) -> np.ndarray:
@@ -108,9 +115,9 @@ def fit(frame: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(knots), -KNOT_LIMIT, KNOT_LIMIT).astype(np.int64)
 
 
-def surface(knots: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def surface(knots: np.ndarray, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
     """The surface of ``knots`` at every pixel of ``shape``, rounded, in uint16 (wrapped),
-    the same on every machine.
+    the same on every machine: into ``out`` ((H, W, C) uint16) where given.
 
     Exact: the weights are integers and the knots within :data:`KNOT_LIMIT`; the columns'
     weights carry the division by ``2**24`` (a power of two) and the knots the half that
@@ -125,7 +132,8 @@ def surface(knots: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """
     h, w = shape[:2]
     runs, cols = _runs(h), _weights(w).T / (WEIGHT_ONE * WEIGHT_ONE)
-    out = np.empty((h, w, knots.shape[0]), np.uint16)
+    if out is None:
+        out = np.empty((h, w, knots.shape[0]), np.uint16)
     total = np.empty((h, w))
     for c, grid in enumerate(knots):
         across = (grid + (KNOT_LIMIT + 0.5)) @ cols  # (every total positive: see above)
