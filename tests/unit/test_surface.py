@@ -55,7 +55,7 @@ def test_every_pixel_weighs_four_knots_summing_to_one() -> None:
         assert (weights.sum(axis=1) == _surface.WEIGHT_ONE).all()
         assert ((weights != 0).sum(axis=1) <= _surface.SUPPORT).all()
         assert weights.any(axis=0).all()  # (no knot that no pixel uses)
-        rows = np.concatenate([w for _, _, _, w in _surface._runs(n)])
+        rows = np.concatenate([np.tile(w, (count, 1)) for _, count, _, w in _surface._runs(n)])
         assert (rows.sum(axis=1) == _surface.WEIGHT_ONE).all() and len(rows) == n
 
 
@@ -115,13 +115,16 @@ def test_damaged_surface_records_raise_store_corrupt() -> None:
     frame = _field(1, 48, 64)[0]
     cctx = _surface.compressor(3)
     raw = zstd.ZstdDecompressor().decompress(_surface.encode(frame, cctx))
-    wild = np.frombuffer(raw, "<i4", offset=2 * frame.size).copy()
+    k = 4 * np.prod(_surface.knots_shape(48, 64))
+    assert len(raw) == frame.size + k  # (residuals of a byte each)
+    wild = np.frombuffer(raw, "<i4", offset=len(raw) - k).copy()
     wild[0] = _surface.KNOT_LIMIT + 1
     np.testing.assert_array_equal(decode_group(_one_record_group(cctx.compress(raw), [48, 64]))[0],
                                   frame)  # fmt: skip
     for bad, words in [
-        (raw[:-4], "does not hold"),
-        (raw[: 2 * frame.size] + wild.tobytes(), "knots are out of range"),
+        (raw[:-4], "a surface record holds"),
+        (raw + bytes(3), "a surface record holds"),
+        (raw[:-k] + wild.tobytes(), "knots are out of range"),
         (b"not zstd", "fails to decompress"),
     ]:
         record = bad if bad == b"not zstd" else cctx.compress(bad)
