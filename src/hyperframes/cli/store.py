@@ -82,7 +82,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "lossless WebP, 16-25%% smaller, 7-20x slower to pack) or ffv1 (stores of planes: "
         "FFV1 keyframes, 0.88-1.01x FFV1's size on moving video, a random frame 1.0-1.6x "
         "FFV1's CPU) or x264 (stores of planes, the size mode: lossless H.264, 1.1-4.4x "
-        "smaller than gradient on moving video, a random frame 8-50x slower to read)",
+        "smaller than gradient on moving video, a random frame 8-50x slower to read); "
+        "16-bit frames (a simulation's, a sensor's) are coded against a smooth surface "
+        "fitted to each wherever that is smaller, whichever is chosen (0.69x the bytes on "
+        "a noisy simulation, read in order as fast, a random frame from one record)",
     )  # fmt: skip
     p.add_argument(
         "--gop", type=positive_int, default=None, metavar="K",
