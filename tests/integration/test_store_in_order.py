@@ -115,13 +115,19 @@ def test_parts_of_hyperframes_coded_alone_are_decoded_straight_into_the_batch(
     with FrameStore(path) as store:
         assert store.header.version == 4 and len(store.groups) > 1
     asked: list[int] = []
-    group = FrameStore.group
+    group, part = FrameStore.group, FrameStore.part
 
-    def spy(self, g, out=None, *, frames=None):
+    def whole(self, g, out=None, *, frames=None):
         asked.append(len(range(*self.groups.span(g))) if frames is None else len(frames))
         return group(self, g, out, frames=frames)
 
-    monkeypatch.setattr(FrameStore, "group", spy)
+    def some(self, g, frames, out):
+        got, which = part(self, g, frames, out)
+        asked.append(len(which))
+        return got, which
+
+    monkeypatch.setattr(FrameStore, "group", whole)
+    monkeypatch.setattr(FrameStore, "part", some)
     got = hf.Pipeline.from_source(StoreSource(path, start=2, stop=69), batch_size=batch)
     np.testing.assert_array_equal(got.collect(), frames[2:69])
     assert sum(asked) == 67 and max(asked) <= batch  # (no frame decoded twice, none ahead)

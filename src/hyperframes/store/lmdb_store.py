@@ -229,7 +229,7 @@ class FrameStore:
             if hi - i == 1:
                 out[i - start] = self.get_frame_at(i)
             else:
-                frames = self._load_group(g)[i - first : hi - first]
+                frames = self._load_group(g)[0][i - first : hi - first]
                 for j, frame in enumerate(frames):
                     out[i - start + j] = self._out(frame)
             i = hi
@@ -394,20 +394,25 @@ class FrameStore:
         hashed: bool = False,
         out: np.ndarray | None = None,
         frames: range | None = None,
-    ) -> np.ndarray:
+        alone: bool = False,
+    ) -> tuple[np.ndarray, range]:
         """Group ``g``'s frames (``frames`` of them: indices within it) as stored, decoded
-        into ``out`` where given, and checked."""
+        into ``out`` where given, and checked; and which of the group's frames they are.
+        ``alone``: ``frames`` only where they decode from their own records, else every
+        frame of the group into an array of its own (the record is read once either way)."""
         first, stop = self.groups.span(g)
         part = range(stop - first) if frames is None else frames
         try:
             with self._record(g, hashed=hashed) as (data, header):
+                if alone and not header.within(part):
+                    part, out = range(stop - first), None
                 pool = self._threads.bands()
                 decoded = decode_group(data, header=header, pool=pool, out=out, frames=part)
         except StoreCorrupt as exc:
             raise corrupt(
                 f"group {g} (frames {first}..{stop - 1}): {exc}", range(first, stop)
             ) from None
-        return checked_group(decoded[:], g, self.groups, self.header.spec, part)
+        return checked_group(decoded[:], g, self.groups, self.header.spec, part), part
 
     def group(
         self, g: int, out: np.ndarray | None = None, *, frames: range | None = None
@@ -415,16 +420,36 @@ class FrameStore:
         """The frames of group ``g`` (a hyperframe: ``groups.span(g)``) as this store gives
         them, each checked: decoded straight into ``out`` where given (an array of their
         shape: a run's slot, say), else into a new, read-only array. ``frames``: those of
-        its frames alone (a range of indices within it; :meth:`decodes_alone` says whether
-        they decode without the others).
+        its frames alone (a range of indices within it; the frames they refer to are
+        decoded too, and left out).
 
         Raises:
             StoreCorrupt: the group's record or a frame does not check out.
             ValueError: ``frames`` is not within the group.
         """
+        decoded, _ = self._load_group(g, out=None if self._rgb else out, frames=frames)
+        return self._given(decoded, out)
+
+    def part(self, g: int, frames: range, out: np.ndarray) -> tuple[np.ndarray, range]:
+        """Frames ``frames`` of group ``g`` into ``out`` (their shape) where they decode from
+        their own records (frames coded alone: a simulation's, say), else every frame of
+        the group into a new, read-only array; and which of the group's frames were
+        decoded. The group's record is read once either way (:class:`StoreSource` reads a
+        hyperframe that spans two batches so).
+
+        Raises:
+            StoreCorrupt: the group's record or a frame does not check out.
+        """
+        decoded, which = self._load_group(
+            g, out=None if self._rgb else out, frames=frames, alone=True
+        )
+        return self._given(decoded, out if which == frames else None), which
+
+    def _given(self, decoded: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Decoded frames as this store gives them: as stored (decoded into ``out`` already,
+        where it was given), or RGB from planes, into ``out`` where given."""
         if not self._rgb:
-            return self._load_group(g, out=out, frames=frames)
-        decoded = self._load_group(g, frames=frames)
+            return decoded
         if out is None:
             out = np.stack([self._out(frame) for frame in decoded])
             out.flags.writeable = False
@@ -432,12 +457,6 @@ class FrameStore:
         for j, frame in enumerate(decoded):
             out[j] = self._out(frame)
         return out
-
-    def decodes_alone(self, g: int, frames: range) -> bool:
-        """Whether ``frames`` of group ``g`` (indices within it) decode from their own
-        records, none of them a reference to another frame of the group."""
-        with self._record(g, keep=True) as (_, header):
-            return header.within(frames)
 
     def _fits(self, g: int) -> bool:
         """Whether the hot tier can hold group ``g`` decoded."""
@@ -461,7 +480,7 @@ class FrameStore:
     def _fill_hot(self, g: int, *, ahead: bool = False) -> list[np.ndarray]:
         first, _ = self.groups.span(g)
         out = []
-        for j, decoded in enumerate(self._load_group(g)):
+        for j, decoded in enumerate(self._load_group(g)[0]):
             frame = decoded.copy()  # own memory, so the byte count is honest
             frame.flags.writeable = False
             self.cache.hot.put(first + j, frame, frame.nbytes, expected=ahead)

@@ -112,11 +112,15 @@ class StoreSource(Source):
                 g = store.groups.group_of(at)
                 first, stop = store.groups.span(g)
                 part = range(at - first, min(stop, at + count - done) - first)
-                if part == range(stop - first) or store.decodes_alone(g, part):
-                    store.group(g, out[done : done + len(part)], frames=part)  # into the slot
+                if part == range(stop - first):  # the whole hyperframe: into the slot
+                    store.group(g, out[done : done + len(part)])
                     done += len(part)
                     continue
-                self._rest = store.group(g)[at - first : min(stop, self.stop) - first]
+                got, which = store.part(g, part, out[done : done + len(part)])
+                if which == part:  # (its frames decode alone: into the slot too)
+                    done += len(part)
+                    continue
+                self._rest = got[at - first : min(stop, self.stop) - first]
             take = min(count - done, len(self._rest))  # (a hyperframe across two batches)
             out[done : done + take] = self._rest[:take]
             self._rest = self._rest[take:] if take < len(self._rest) else None

@@ -188,7 +188,8 @@ def _runs(n: int) -> tuple[tuple[int, int, int, np.ndarray], ...]:
     """A side's pixels in runs over the same knots, the runs of the same weights one
     after another merged (every whole one between a side's ends): (first row, runs,
     first knot, a run's (rows, SUPPORT) weights)."""
-    spline, runs = _spline(n), []
+    spline = _spline(n)
+    runs: list[tuple[int, int, int, np.ndarray]] = []
     start = 0
     for y in range(1, n + 1):
         if y == n or spline[y][0] != spline[start][0]:
