@@ -3,6 +3,8 @@ frames, chosen where it pays, and its untrusted bytes checked."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import zstandard as zstd
@@ -130,6 +132,10 @@ def test_damaged_surface_records_raise_store_corrupt() -> None:
         record = bad if bad == b"not zstd" else cctx.compress(bad)
         with pytest.raises(StoreCorrupt, match=words):
             decode_group(_one_record_group(record, [48, 64]))
+    started = time.perf_counter()  # (a forged frame of 2**30 samples: refused at once)
+    with pytest.raises(StoreCorrupt, match="a surface record holds"):
+        decode_group(_one_record_group(cctx.compress(raw), [1, 1 << 30]))
+    assert time.perf_counter() - started < 1.0
 
 
 @pytest.mark.parametrize(

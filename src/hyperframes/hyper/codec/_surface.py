@@ -25,6 +25,7 @@ its 0.37 a 512x512 frame.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import zstandard as zstd
@@ -62,7 +63,14 @@ def compressor(level: int) -> zstd.ZstdCompressor:
 
 
 def knots_shape(height: int, width: int) -> tuple[int, int]:
-    return _weights(height).shape[1], _weights(width).shape[1]
+    """Knots a side, down and across (worked out, not built: a forged header's size costs
+    nothing before the record's own size is checked against it)."""
+    return _knots(height), _knots(width)
+
+
+def _knots(n: int) -> int:
+    """Knots of a side of ``n`` pixels: the last pixel's first knot and its four."""
+    return math.floor((n - 1 - (KNOT_SPACING - 1) / 2) / KNOT_SPACING + 2) - 1 + SUPPORT
 
 
 def encode(frame: np.ndarray, cctx: zstd.ZstdCompressor) -> bytes:
@@ -135,7 +143,7 @@ def surface(knots: np.ndarray, shape: tuple[int, ...], out: np.ndarray | None = 
     calling thread (the dense one took two threads and, on two busy cores, 10x the time).
     """
     h, w = shape[:2]
-    runs, cols = _runs(h), _weights(w).T / (WEIGHT_ONE * WEIGHT_ONE)
+    runs, cols = _runs(h), _across(w)
     if out is None:
         out = np.empty((h, w, knots.shape[0]), np.uint16)
     total = np.empty((h, w))
@@ -172,7 +180,7 @@ def _spline(n: int) -> list[tuple[int, np.ndarray]]:
     return out
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)
 def _weights(n: int) -> np.ndarray:
     """A side's weights as one (n, knots) matrix (float64 integers)."""
     spline = _spline(n)
@@ -183,7 +191,7 @@ def _weights(n: int) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)
 def _runs(n: int) -> tuple[tuple[int, int, int, np.ndarray], ...]:
     """A side's pixels in runs over the same knots, the runs of the same weights one
     after another merged (every whole one between a side's ends): (first row, runs,
@@ -208,7 +216,15 @@ def _runs(n: int) -> tuple[tuple[int, int, int, np.ndarray], ...]:
     return tuple(runs)
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)
+def _across(n: int) -> np.ndarray:
+    """A side's weights, transposed and divided by ``WEIGHT_ONE ** 2`` (exact)."""
+    out = _weights(n).T / (WEIGHT_ONE * WEIGHT_ONE)
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=8)
 def _solver(n: int) -> np.ndarray:
     """The least-squares fit of a side's knots to its pixels (ridge :data:`RIDGE`)."""
     a = _weights(n) / WEIGHT_ONE

@@ -13,8 +13,8 @@ one entry per frame, offsets relative to the payload. ``kind`` is ``"raw"``
 (the frame itself), ``"delta"`` (difference modulo 2**bits to frame ``ref``),
 ``"quant"`` (a quantised difference to ``ref``: ``step`` and the stored integer
 ``qdtype``) or ``"copy"`` (the same pixels as ``ref``). Records are zstd frames
-with their content size and checksum (the raw records of a ``"predictor": "surface"``
-group hold its knots before its residuals: ``_surface``), except raw records of
+with their content size and checksum (a raw record of a ``"predictor": "surface"``
+group holds its residuals, then its surface's knots: ``_surface``), except raw records of
 ``"predictor": "webp"`` groups, which are lossless WebP files (their size is checked
 against the header before decoding; the store's checksums cover their bytes). Every
 field is checked by :func:`parse_header` before use; failures raise :class:`StoreCorrupt`.
