@@ -187,14 +187,5 @@ def _read(
     dctx: zstd.ZstdDecompressor,
 ) -> np.ndarray:
     start, length = part
-    blob = view[start : start + length]
-    expected = n * dtype.itemsize
-    try:
-        if zstd.frame_content_size(blob) != expected:
-            raise StoreCorrupt(f"a record does not hold {expected} bytes")
-        raw = dctx.decompress(blob)
-    except zstd.ZstdError as exc:
-        raise StoreCorrupt(f"a record fails to decompress: {exc}") from None
-    if len(raw) != expected:
-        raise StoreCorrupt(f"a record decompressed to {len(raw)} bytes, expected {expected}")
+    raw = group_header.record_bytes(view[start : start + length], (n * dtype.itemsize,), dctx)
     return join_bytes(raw, dtype, n)

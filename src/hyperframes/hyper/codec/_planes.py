@@ -50,14 +50,13 @@ from concurrent.futures import Executor
 import numpy as np
 import zstandard as zstd
 
-from ...errors import StoreCorrupt
 from . import group_header
 from ._decode import each_band
 from ._ffv1 import FFV1_FORMATS, Ffv1Planes, ffv1_format
 from ._pixels import gradient, join_bytes, split_bytes, ungradient
 from ._records import Blob, choose_records, reference
 from ._x264 import decode_x264
-from .group_header import Header, Record
+from .group_header import Header, Record, record_bytes
 
 MAX_LUMA_SEGMENTS = 4
 """The luma plane of a frame is cut into at most this many row bands..."""
@@ -237,15 +236,7 @@ def _seg(frame: np.ndarray, seg: Segment) -> np.ndarray:
 
 def _read(view: memoryview, start: int, length: int, dtype: np.dtype, n: int) -> np.ndarray:
     blob = view[start : start + length]
-    expected = n * dtype.itemsize
-    try:
-        if zstd.frame_content_size(blob) != expected:
-            raise StoreCorrupt(f"a record does not hold {expected} bytes")
-        raw = zstd.ZstdDecompressor().decompress(blob)
-    except zstd.ZstdError as exc:
-        raise StoreCorrupt(f"a record fails to decompress: {exc}") from None
-    if len(raw) != expected:
-        raise StoreCorrupt(f"a record decompressed to {len(raw)} bytes, expected {expected}")
+    raw = record_bytes(blob, (n * dtype.itemsize,), zstd.ZstdDecompressor())
     return join_bytes(raw, dtype, n)
 
 

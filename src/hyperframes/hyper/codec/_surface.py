@@ -32,6 +32,7 @@ import zstandard as zstd
 
 from ...errors import StoreCorrupt
 from ._pixels import as_uint, from_zigzag, join_bytes, split_bytes, to_zigzag
+from .group_header import record_bytes
 
 KNOT_SPACING = 32
 """Pixels between knots. On the simulation's 512x512 frames, 16 left the residual as
@@ -93,15 +94,8 @@ def decode(
     channels = shape[2] if len(shape) == 3 else 1
     kh, kw = knots_shape(h, w)
     n, k = h * w * channels, 4 * channels * kh * kw
-    try:
-        size = zstd.frame_content_size(raw)
-        if size not in (n + k, 2 * n + k):
-            raise StoreCorrupt(f"a surface record holds {size} bytes, not {n + k} or {2 * n + k}")
-        data = dctx.decompress(raw)
-    except zstd.ZstdError as exc:
-        raise StoreCorrupt(f"a record fails to decompress: {exc}") from None
-    if len(data) != size:
-        raise StoreCorrupt(f"a record decompressed to {len(data)} bytes, expected {size}")
+    data = record_bytes(raw, (n + k, 2 * n + k), dctx, "a surface record")
+    size = len(data)
     wide = size == 2 * n + k
     knots = np.frombuffer(data, "<i4", offset=size - k).reshape(channels, kh, kw)
     if np.abs(knots.astype(np.int64)).max() > KNOT_LIMIT:

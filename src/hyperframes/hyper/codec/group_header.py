@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import zstandard as zstd
 
 from ...choices import TIERS
 from ...errors import StoreCorrupt
@@ -152,6 +153,28 @@ TRANSFORMS = ("none", "rct")
 
 
 MAX_HEADER_BANDS = 64
+
+
+def record_bytes(
+    blob: memoryview, sizes: tuple[int, ...], dctx: zstd.ZstdDecompressor, what: str = "a record"
+) -> bytes:
+    """A record's zstd frame decompressed, its content one of ``sizes`` bytes (checked on
+    the frame's own claim before anything is allocated, and again after).
+
+    Raises:
+        StoreCorrupt: another size, or bytes that fail to decompress.
+    """
+    try:
+        size = zstd.frame_content_size(blob)
+        if size not in sizes:
+            held = " or ".join(map(str, sizes))
+            raise StoreCorrupt(f"{what} holds {size} bytes, not {held}")
+        raw = dctx.decompress(blob)
+    except zstd.ZstdError as exc:
+        raise StoreCorrupt(f"a record fails to decompress: {exc}") from None
+    if len(raw) != size:
+        raise StoreCorrupt(f"a record decompressed to {len(raw)} bytes, expected {size}")
+    return raw
 
 
 def band_rows(height: int, bands: int, band: int) -> tuple[int, int]:
