@@ -336,7 +336,7 @@ def test_a_store_written_before_surfaces_resumed_takes_the_version_its_new_group
     release: its new groups may code against a surface, so it says version 4, which
     earlier releases refuse by its version, and every frame reads back."""
     from hyperframes import FrameSpec
-    from hyperframes.hyper.codec import _surface
+    from hyperframes.hyper.codec import group_header
     from hyperframes.store import format as fmt
 
     rng = np.random.default_rng(13)
@@ -346,7 +346,7 @@ def test_a_store_written_before_surfaces_resumed_takes_the_version_its_new_group
     path, spec = tmp_path / "s.hfs", FrameSpec((48, 64), np.uint16)
     with monkeypatch.context() as earlier:
         earlier.setattr(fmt, "version_for", lambda *_: fmt.ZIGZAG_VERSION)
-        earlier.setattr(_surface, "takes", lambda *_: False)
+        earlier.setattr(group_header, "surface_frames", lambda *_: False)
         writer = FrameStore.create(path, spec)
         writer.write_group(frames[:6])
         writer.close(complete=False)

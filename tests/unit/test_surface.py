@@ -76,7 +76,7 @@ def test_a_smooth_noisy_field_is_coded_alone_against_its_surface_and_far_smaller
     np.testing.assert_array_equal(decode_group(group.data), frames)
     for i in (0, 3, 5):
         np.testing.assert_array_equal(decode_frame(group.data, i), frames[i])
-    monkeypatch.setattr(_surface, "takes", lambda shape, dtype: False)
+    monkeypatch.setattr(fmt, "surface_frames", lambda shape, dtype: False)
     plain = encode_group(frames)
     assert _predictor(plain.data) == "none"
     assert len(group.data) < 0.8 * len(plain.data)

@@ -35,7 +35,7 @@ import xxhash
 from ..choices import INTRAS, MAX_GOP, TIERS
 from ..errors import StoreCorrupt, StoreError
 from ..frames import FrameSpec
-from ..hyper.codec import takes_surface
+from ..hyper.codec import surface_frames
 from ..io.layouts import NATIVE, TAGS, Layout, layout_for, tags_in
 
 FORMAT_NAME = "hyperframes.store"
@@ -168,7 +168,7 @@ def version_for(spec: FrameSpec, tier: str, pixels: dict[str, Any] | None) -> in
     wide = spec.dtype.kind in "ui" and spec.dtype.itemsize > 1
     if not (wide and tier == "lossless" and pixels is None):
         return VERSION
-    return SURFACE_VERSION if takes_surface(spec.shape, spec.dtype) else ZIGZAG_VERSION
+    return SURFACE_VERSION if surface_frames(spec.shape, spec.dtype) else ZIGZAG_VERSION
 
 
 def pixels_of(spec: FrameSpec, info: dict[str, Any]) -> dict[str, Any] | None:

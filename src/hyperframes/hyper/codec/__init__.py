@@ -2,7 +2,6 @@
 (``coder``); the byte layout it writes (``group_header``); the ways frames are coded
 (the private modules: pixels, records, lossless, lossy, planes through FFV1 or x264)."""
 
-from ._surface import takes as takes_surface
 from .coder import (
     BasePosition,
     EncodedGroup,
@@ -13,6 +12,7 @@ from .coder import (
     encode_group,
     read_group_info,
 )
+from .group_header import surface_frames
 
 __all__ = [
     "BasePosition",
@@ -23,5 +23,5 @@ __all__ = [
     "decode_group",
     "encode_group",
     "read_group_info",
-    "takes_surface",
+    "surface_frames",
 ]

@@ -48,13 +48,6 @@ MIN_MATCH = 6
 matches in the noise that cost more than they saved (4.26 against 4.11 bits a pixel)."""
 
 
-def takes(shape: tuple[int, ...], dtype: np.dtype) -> bool:
-    """Whether frames of ``shape`` and ``dtype`` can be coded against a surface: 16-bit
-    integers, (H, W) or (H, W, C) with up to 4 channels."""
-    channels = shape[2] if len(shape) == 3 else 1
-    return dtype.kind in "ui" and dtype.itemsize == 2 and len(shape) in (2, 3) and channels <= 4
-
-
 def compressor(level: int) -> zstd.ZstdCompressor:
     """zstd at ``level`` for surface records (:data:`MIN_MATCH`), with a checksum."""
     params = zstd.ZstdCompressionParameters.from_level(

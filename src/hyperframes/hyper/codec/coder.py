@@ -223,7 +223,7 @@ def encode_group(
     predictor = _predictor_for(arr, intra if transform == "rct" else "gradient")
     bands = bands_for(arr, tier, predictor)
     cctx = compressor(level, arr[0].nbytes if bands > 1 else None)
-    if zigzags(arr, tier) and _surface.takes(arr.shape[1:], arr.dtype):
+    if zigzags(arr, tier) and group_header.surface_frames(arr.shape[1:], arr.dtype):
         predictor, cctx = _surface_or_none(arr[b], level, cctx)
     if tier == "lossless":
         used: str = layout

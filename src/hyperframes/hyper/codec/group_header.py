@@ -53,7 +53,6 @@ import zstandard as zstd
 
 from ...choices import TIERS
 from ...errors import StoreCorrupt
-from . import _surface
 
 MAGIC = b"HFG\x01"
 _LEN = struct.Struct("<I")
@@ -153,6 +152,13 @@ TRANSFORMS = ("none", "rct")
 
 
 MAX_HEADER_BANDS = 64
+
+
+def surface_frames(shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """Whether frames of ``shape`` and ``dtype`` may hold surface records (``_surface``):
+    16-bit integers, (H, W) or (H, W, C) with up to 4 channels."""
+    channels = shape[2] if len(shape) == 3 else 1
+    return dtype.kind in "ui" and dtype.itemsize == 2 and len(shape) in (2, 3) and channels <= 4
 
 
 def record_bytes(
@@ -271,7 +277,7 @@ def parse_header(data: bytes | bytearray | memoryview) -> Header:
     if residuals not in ("plain", "zigzag") or (zigzag and (planar or not wide_ints)):
         raise StoreCorrupt("group header: zigzagged residuals need lossless 2- to 8-byte integers")
     if predictor == "surface":
-        if not (zigzag and not planar and _surface.takes(shape, dtype)):
+        if not (zigzag and not planar and surface_frames(shape, dtype)):
             raise StoreCorrupt("group header: surface records need lossless 16-bit frames "
                                "(H, W) or (H, W, C), zigzagged")  # fmt: skip
     elif predictor != "none" and not planar and (dtype != np.uint8 or len(shape) < 2):
