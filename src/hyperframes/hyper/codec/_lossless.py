@@ -62,6 +62,19 @@ def _raw_blob(
     return _compress(as_uint(coded), predictor, cctx, bands, zigzag)
 
 
+def surface_or_plain(
+    base: np.ndarray, level: int, cctx: zstd.ZstdCompressor
+) -> tuple[str, zstd.ZstdCompressor]:
+    """A 16-bit group's predictor and compressor: its frames coded against their fitted
+    surface where that codes the base smaller than its plain values do (noisy smooth
+    fields: simulations, sensors), else as they are (flat or sharp synthetic frames)."""
+    surface = _surface.compressor(level)
+    plain = _raw_blob(base, "none", cctx, 1, zigzag=True)[0]
+    if len(_raw_blob(base, "surface", surface, 1, zigzag=True)[0]) < len(plain):
+        return "surface", surface
+    return "none", cctx
+
+
 def zigzags(arr: np.ndarray, tier: str) -> bool:
     """Whether a group's residuals are zigzagged: lossless integers wider than a byte."""
     return tier == "lossless" and arr.dtype.kind in "ui" and arr.dtype.itemsize > 1

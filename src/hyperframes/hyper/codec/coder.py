@@ -81,17 +81,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import zstandard as zstd
 
 from ...choices import INTRAS, TIERS, Intra, Tier, check_gop
 from ...errors import FrameError
 from ..distance import check_finite, peak_of
-from . import _surface, group_header
+from . import group_header
 from ._decode import decode_group_rows, decode_rows, each_band
 from ._ffv1 import ffv1_format
-from ._lossless import bands_for, compressor, encode_lossless, zigzags
+from ._lossless import bands_for, compressor, encode_lossless, surface_or_plain, zigzags
 from ._lossy import encode_lossy
-from ._pixels import WEBP_MAX_SIDE, as_uint, planes, rct
+from ._pixels import WEBP_MAX_SIDE, rct
 from ._planes import decode_planar, encode_planar
 from ._x264 import X264_FORMATS, encode_x264_group
 
@@ -224,7 +223,7 @@ def encode_group(
     bands = bands_for(arr, tier, predictor)
     cctx = compressor(level, arr[0].nbytes if bands > 1 else None)
     if zigzags(arr, tier) and group_header.surface_frames(arr.shape[1:], arr.dtype):
-        predictor, cctx = _surface_or_none(arr[b], level, cctx)
+        predictor, cctx = surface_or_plain(arr[b], level, cctx)
     if tier == "lossless":
         used: str = layout
         coded = rct(arr) if transform == "rct" else arr
@@ -416,19 +415,6 @@ def _check_options(tier: str, psnr: float, layout: str, base: str, level: int) -
 
 def _transform_for(arr: np.ndarray, tier: str) -> str:
     return "rct" if tier == "lossless" and arr.dtype == np.uint8 and arr.shape[-1] == 3 else "none"
-
-
-def _surface_or_none(base: np.ndarray, level: int, cctx: zstd.ZstdCompressor) -> tuple[
-    str, zstd.ZstdCompressor
-]:  # fmt: skip
-    """A 16-bit group's predictor and compressor: its frames coded against their fitted
-    surface where that codes the base smaller than its plain values do (noisy smooth
-    fields: simulations, sensors), else as they are (flat or sharp synthetic frames)."""
-    surface = _surface.compressor(level)
-    plain = cctx.compress(planes(as_uint(base), zigzag=True))
-    if len(_surface.encode(base, surface)) < len(plain):
-        return "surface", surface
-    return "none", cctx
 
 
 def _predictor_for(arr: np.ndarray, intra: str) -> str:
