@@ -362,3 +362,15 @@ def test_a_loop_of_ones_own_is_told_of_a_file_it_lost(folder: Path) -> None:
     told_source = hf.VideoFiles(folder, size=(96, 64), on_failed=told.append)
     hf.Pipeline.from_source(told_source).for_each(lambda i, f: None).run()
     assert [Path(f["path"]).name for f in told] == ["broken.mp4"] and frames > 0
+
+
+def test_a_store_named_as_inputs_says_what_it_is_and_what_to_do(tmp_path: Path, capsys):
+    from hyperframes.store import StoreSink
+
+    store = tmp_path / "s.hfs"
+    frames = np.zeros((4, 16, 16), np.uint16)
+    hf.Pipeline.from_frames(frames, batch_size=4).group().to(StoreSink(store)).run()
+    with pytest.raises(FileNotFoundError, match=r"is a hyperframes store.*unpack it first"):
+        expand(str(store))
+    assert main(["map", str(store), "json:dumps", "--out", str(tmp_path / "r.parquet")]) != 0
+    assert "is a hyperframes store" in capsys.readouterr().err

@@ -146,6 +146,12 @@ def expand(spec: str | os.PathLike[str] | Sequence[Any]) -> list[Input]:
             found = _manifest(Path(text))
         elif os.path.isdir(text):
             found = [_within(p, text) for p in _videos_in(Path(text))]
+            if not found and os.path.isfile(os.path.join(text, "data.mdb")):
+                raise FileNotFoundError(
+                    f"{text!r} is a hyperframes store, not a folder of videos or images; "
+                    "unpack it first (hyperframes unpack STORE frames/), or read it from "
+                    "Python with hyperframes.store.StoreSource"
+                )
             if not found:
                 raise FileNotFoundError(
                     f"no video or image in the folder {text!r} (nor below it); name a folder "
