@@ -330,10 +330,12 @@ def test_the_loop_keeps_its_workers_blocks_mapped_while_they_run(folder: Path):
     before = shm_mapped()
     dataset = hf.VideoDataset(clip, size=(64, 48), batch_size=8)
     for epoch in range(3):
-        files, mapped = set(), []
+        files, mapped, ending = set(), [], False
         for batch in data_loader(dataset, batch_size=None, num_workers=2):
             files.add(mapped_file(batch["frames"]))
-            mapped.append(files <= shm_mapped())
+            if not ending:  # (a worker's short batch is its last: it may end after it)
+                mapped.append(files <= shm_mapped())
+            ending |= len(batch["frames"]) < 8
             first = int(batch["frame"][0])
             assert np.array_equal(batch["frames"].permute(0, 2, 3, 1).numpy(),
                                   plain[first : first + len(batch["frames"])])  # fmt: skip
@@ -341,7 +343,8 @@ def test_the_loop_keeps_its_workers_blocks_mapped_while_they_run(folder: Path):
         gc.collect()
         assert len(files) <= 2 * 3, epoch  # (2 in flight and 1 held, at most, a worker)
         assert shm_mapped() - before == set()  # (the workers ended: their blocks go)
-        assert all(mapped)  # every block seen stayed mapped while the workers ran
+        assert len(mapped) > 20 and all(mapped)  # every block seen stayed mapped while
+        # both workers ran (the blocks of one that has ended go with the loop's next let-go)
 
 
 def test_persistent_workers_hand_every_frame_right_epoch_after_epoch(folder: Path):
