@@ -11,7 +11,7 @@ import zstandard as zstd
 
 from hyperframes.errors import StoreCorrupt
 from hyperframes.hyper import decode_frame, decode_group, encode_group
-from hyperframes.hyper.codec import _surface
+from hyperframes.hyper.codec import _lossless, _surface
 from hyperframes.hyper.codec import group_header as fmt
 
 
@@ -80,6 +80,37 @@ def test_a_smooth_noisy_field_is_coded_alone_against_its_surface_and_far_smaller
     plain = encode_group(frames)
     assert _predictor(plain.data) == "none"
     assert len(group.data) < 0.8 * len(plain.data)
+
+
+def test_deltas_that_a_quick_look_says_will_not_pay_are_not_coded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Noise adds up in a difference: a noisy field's deltas are judged on a sample and
+    not coded (the same records as coding them first); frames that differ by a few
+    pixels keep their deltas and copies."""
+    coded: list[int] = []
+    delta = _lossless._compress
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        coded.append(1)
+        return delta(*args, **kwargs)
+
+    frames = _field(12, 128, 96)
+    monkeypatch.setattr(_lossless, "_compress", counted)
+    judged = encode_group(frames)
+    assert len(coded) == 1  # (the base's plain values, to choose the surface by)
+    assert all(r.kind == "raw" for r in fmt.parse_header(judged.data).records)
+    monkeypatch.setattr(_lossless, "surface_delta_may_pay", lambda *args: True)
+    assert encode_group(frames).data == judged.data and len(coded) == 1 + 1 + 11
+    monkeypatch.undo()
+    still = np.repeat(frames[:1], 12, axis=0)
+    still[5, 40:44, 10:30] += 7  # (a few pixels change, then change back)
+    kinds = [r.kind for r in fmt.parse_header(encode_group(still).data).records]
+    assert kinds.count("delta") == 2 and kinds.count("copy") == 9
+    probe = zstd.ZstdCompressor(level=1).compress
+    assert not _lossless.surface_delta_may_pay(frames[1], frames[0], 10_000, probe)
+    assert _lossless.surface_delta_may_pay(still[5], still[0], 10_000, probe)
+    assert _lossless.surface_delta_may_pay(frames[1, :60], frames[0, :60], 1, probe)  # (few rows)
 
 
 @pytest.mark.parametrize("dtype", ["uint16", "int16"])

@@ -54,7 +54,7 @@ from . import group_header
 from ._decode import each_band
 from ._ffv1 import FFV1_FORMATS, Ffv1Planes, ffv1_format
 from ._pixels import gradient, join_bytes, split_bytes, ungradient
-from ._records import Blob, choose_records, reference
+from ._records import Blob, choose_records, probe_bands, reference
 from ._x264 import decode_x264
 from .group_header import Header, Record, record_bytes
 
@@ -84,11 +84,9 @@ last frame coded both ways had a gradient record under :data:`GRADIENT_CLOSE` ti
 FFV1 packet, or where its FFV1 packet is under 1/16 of its samples' bytes (near-flat
 frames). Elsewhere FFV1 is the smaller and the gradient is not computed."""
 GRADIENT_CLOSE = 1.1
-PROBE_ROWS, PROBE_EVERY = 8, 8
-"""Deltas are judged before coding on bands of 8 luma rows, one in every 8 (1/8 of the
-luma plane, compressed at zstd level 1)..."""
 PROBE_MARGIN = 1.0
-"""...and not coded where the bands' delta is larger than their gradient residual. Against
+"""Deltas are judged before coding on bands of luma rows (``_records.probe_bands``), and
+not coded where the bands' delta is larger than their gradient residual. Against
 coding every delta: the same sizes on bikes, bigbuckbunny and goldeneye (48 frames) and on
 testvideo (240; 0.1 % smaller), in both intra modes; margins up to 1.5 gave the same
 sizes, more slowly. (A cost proxy, the mean ``log2(1 + |r|)``, cost testvideo 12 % at a
@@ -186,7 +184,7 @@ def encode_planar(
         alone=raw,
         delta=delta,
         same=lambda i, ref: np.array_equal(flat[i], flat[ref]),
-        may_pay=lambda i, ref: delta_may_pay(flat[i], flat[ref], planes[0], probe.compress),
+        may_pay=lambda i, ref, _: delta_may_pay(flat[i], flat[ref], planes[0], probe.compress),
     )
     meta: dict[str, object] = {
         "base": b,
@@ -209,18 +207,16 @@ def delta_may_pay(
     margin: float = PROBE_MARGIN,
 ) -> bool:
     """Whether a delta to ``ref`` may code smaller than ``frame`` alone, judged by
-    ``compress`` on bands of :data:`PROBE_ROWS` luma rows, one in every
-    :data:`PROBE_EVERY`: False where the bands' delta codes larger than ``margin`` times
-    their gradient residual (the frame alone is then coded without also coding the delta).
+    ``compress`` on bands of luma rows (``_records.probe_bands``): False where the bands'
+    delta codes larger than ``margin`` times their gradient residual (the frame alone is
+    then coded without also coding the delta).
     """
     h, w = luma
-    if h < PROBE_ROWS * PROBE_EVERY:
+    bands = probe_bands(h)
+    if bands is None:
         return True
     y = frame[: h * w].reshape(h, w)
     r = ref[: h * w].reshape(h, w)
-    bands = [
-        slice(a, a + PROBE_ROWS) for a in range(0, h - PROBE_ROWS + 1, PROBE_ROWS * PROBE_EVERY)
-    ]
     diff = np.concatenate([y[b] - r[b] for b in bands])
     intra = np.concatenate([gradient(y[b]) for b in bands])
     return len(compress(split_bytes(diff))) <= margin * len(compress(split_bytes(intra)))

@@ -28,9 +28,21 @@ ANCHOR_EVERY = 8
 last anchor): a frame decodes from a bounded number of records whatever the group's length."""
 FALLBACK_RATIO = 0.8
 """A delta under 0.8x the base's coded size is kept without also trying the frame alone."""
+PROBE_ROWS, PROBE_EVERY = 8, 8
+"""Where a quick look judges a delta before it is coded, it looks at bands of 8 rows, one
+in every 8 (:func:`probe_bands`), compressed at zstd level 1."""
 
 Blob = tuple[bytes, tuple[int, ...]]
 """A record's bytes and the lengths of its parts (bands or segments; empty: one part)."""
+
+
+def probe_bands(height: int) -> list[slice] | None:
+    """The rows a quick look at a delta samples (:data:`PROBE_ROWS`, one band in every
+    :data:`PROBE_EVERY`); ``None`` where a frame has too few rows to judge by them."""
+    if height < PROBE_ROWS * PROBE_EVERY:
+        return None
+    step = PROBE_ROWS * PROBE_EVERY
+    return [slice(a, a + PROBE_ROWS) for a in range(0, height - PROBE_ROWS + 1, step)]
 
 
 def reference(i: int, b: int, n: int) -> int:
@@ -66,7 +78,7 @@ def choose_records(
     alone: Callable[[int], Blob],
     delta: Callable[[int, int], Blob],
     same: Callable[[int, int], bool],
-    may_pay: Callable[[int, int], bool] | None = None,
+    may_pay: Callable[[int, int, int], bool] | None = None,
     fallback: bool = True,
 ) -> tuple[list[Record], list[bytes]]:
     """The records of a group of ``n`` frames with its base at ``base``, and their bytes.
@@ -76,8 +88,8 @@ def choose_records(
         alone: frame ``i`` coded alone (the base first, before any other).
         delta: frame ``i`` coded as its difference to frame ``ref``.
         same: whether frames ``i`` and ``ref`` are equal (a copy record).
-        may_pay: whether a delta of ``i`` to ``ref`` may code smaller than the frame alone
-            (``None``: always try it).
+        may_pay: whether a delta of ``i`` to ``ref`` may code smaller than the frame alone,
+            given the base's coded bytes (``None``: always try it).
         fallback: try a large delta's frame alone too.
     """
     base_blob = alone(base)
@@ -90,7 +102,7 @@ def choose_records(
             kind, blob = "raw", base_blob
         elif ref >= 0 and same(i, ref):
             kind, blob = "copy", (b"", ())
-        elif ref >= 0 and may_pay is not None and not may_pay(i, ref):
+        elif ref >= 0 and may_pay is not None and not may_pay(i, ref, len(base_blob[0])):
             kind, blob, ref = "raw", alone(i), -1
         elif ref >= 0:
             kind, blob = "delta", delta(i, ref)

@@ -107,12 +107,30 @@ def decode(
 
 
 def fit(frame: np.ndarray) -> np.ndarray:
-    """The knots (int64, (C, kh, kw)) of each channel's least-squares surface."""
+    """The knots (int64, (C, kh, kw)) of each channel's least-squares surface: the
+    normal equations' right side by the weights' runs, as :func:`surface` evaluates (one
+    dense product of a frame took two BLAS threads, and beside the other workers of a
+    ``pack``, 12x the time), then the small Gram matrices' inverses."""
     h, w = frame.shape[:2]
-    planes = frame.reshape(h, w, -1).astype(np.float64)
-    rows, cols = _solver(h), _solver(w)
-    knots = np.stack([rows @ planes[..., c] @ cols.T for c in range(planes.shape[2])])
+    planes = frame.reshape(h, w, -1)
+    down, across = _inverse_gram(h), _inverse_gram(w)
+    knots = np.stack([
+        down @ _weigh(_weigh(planes[..., c].astype(np.float64), h).T, w).T @ across
+        for c in range(planes.shape[2])
+    ])  # fmt: skip
     return np.clip(np.rint(knots), -KNOT_LIMIT, KNOT_LIMIT).astype(np.int64)
+
+
+def _weigh(values: np.ndarray, n: int) -> np.ndarray:
+    """``A.T @ values`` for a side's weights ``A`` ((n, knots), summing to one a pixel)
+    and ``values`` (n, m), a run of rows over the same knots at a time."""
+    out = np.zeros((_knots(n), values.shape[1]))
+    for start, count, first, weights in _runs(n):
+        block = values[start : start + count * len(weights)].reshape(count, len(weights), -1)
+        part = np.matmul(weights.T, block)  # (count, SUPPORT, m)
+        for j in range(SUPPORT):
+            out[first + j : first + j + count] += part[:, j]
+    return out / WEIGHT_ONE
 
 
 def surface(knots: np.ndarray, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
@@ -214,9 +232,10 @@ def _across(n: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=8)
-def _solver(n: int) -> np.ndarray:
-    """The least-squares fit of a side's knots to its pixels (ridge :data:`RIDGE`)."""
+def _inverse_gram(n: int) -> np.ndarray:
+    """The inverse of a side's ``A.T @ A`` (ridge :data:`RIDGE`), ``A`` its weights
+    summing to one a pixel: the least-squares knots of a side are it times ``A.T``."""
     a = _weights(n) / WEIGHT_ONE
-    solver = np.linalg.solve(a.T @ a + RIDGE * np.eye(a.shape[1]), a.T)
-    solver.setflags(write=False)
-    return solver
+    inverse = np.linalg.inv(a.T @ a + RIDGE * np.eye(a.shape[1]))
+    inverse.setflags(write=False)
+    return inverse
