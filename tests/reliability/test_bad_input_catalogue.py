@@ -464,6 +464,21 @@ CASES: tuple[Case, ...] = (
         says="not a hyperframes store",
     ),
     Case(
+        "store-as-a-video",
+        "store",
+        "a store named where transcode reads a video",
+        lambda c: ["transcode", str(store(c.inp)), str(c.out / "o.mp4")],
+        says="is a hyperframes store",
+    ),
+    Case(
+        "store-map-resized",
+        "store",
+        "map over a store with --size",
+        lambda c: ["map", str(store(c.inp)), "json:dumps", "--out", str(c.out / "r.jsonl"),
+                   "--size", "8x8"],  # fmt: skip
+        says="read at the size it holds",
+    ),
+    Case(
         "store-wrong-magic",
         "store",
         "header format 'other.store'",

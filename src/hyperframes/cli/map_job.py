@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..io.inputs import inputs_record, is_image_sequence, is_many
+from ..io.inputs import inputs_record, is_image_sequence, is_many, is_store
 from .common import add_function_options, frame_size, reuse_of
 from .many import (
     PARTIAL,
@@ -84,9 +84,7 @@ def answers_stage(pipeline: Any, *, fn: Any, workers: int, reuse: Any) -> Any:
 
 def run_map(args: argparse.Namespace) -> int:
     from ..identity import code_identity
-    from ..io.fingerprint import input_fingerprint
     from ..io.results import ResultsSink, format_of, has_parts
-    from ..io.sources import open_input
     from ..models import load
     from .common import UsageError, emit_report
 
@@ -101,8 +99,12 @@ def run_map(args: argparse.Namespace) -> int:
     build = functools.partial(answers_stage, fn=fn, workers=workers_of(args.scale), reuse=reuse)
     if is_many(args.input):
         return _run_many(args, fn, build)
+    if args.chunks is not None and is_store(args.input):
+        raise UsageError("--chunks cuts a video at its keyframes; a store is read in one "
+                         "process for now: drop --chunks")  # fmt: skip
     if args.chunks is not None:
         return _run_chunked(args, fn, build)
+    open_input, input_fingerprint = _opener(args.input)
     keys = ("size", "start", "stop", "every", "on_corrupt", "reuse_target", "agree")
     job = {
         "input": input_fingerprint(args.input),
@@ -117,7 +119,7 @@ def run_map(args: argparse.Namespace) -> int:
     args.start, args.stop = frame_range(args.input, args.start, args.stop, rate=args.rate)
     options = {"size": args.size, "on_corrupt": args.on_corrupt, "rate": args.rate,
                "colour": args.colour} | sampling_of(args)  # fmt: skip
-    source = _resumed_source(args, out, options) if args.resume else None
+    source = _resumed_source(args, out, options, open_input) if args.resume else None
     if source is None:
         source = open_input(args.input, start=args.start, stop=args.stop, **options)
     sink = ResultsSink(out, values=["value"], job=job, resume=args.resume,
@@ -277,11 +279,25 @@ def _answered(args: argparse.Namespace, fn: Any, build: Any, source: Any, sink: 
     )  # fmt: skip
 
 
-def _resumed_source(args: argparse.Namespace, out: Path, options: dict[str, Any]) -> Any:
+def _opener(path: str) -> tuple[Any, Any]:
+    """How the input at ``path`` is opened and identified: a store as it was stored
+    (``hyperframes.store.as_input``), else a video or an image sequence."""
+    if is_store(path):
+        from ..store.as_input import open_store, store_fingerprint
+
+        return open_store, store_fingerprint
+    from ..io.fingerprint import input_fingerprint
+    from ..io.sources import open_input
+
+    return open_input, input_fingerprint
+
+
+def _resumed_source(
+    args: argparse.Namespace, out: Path, options: dict[str, Any], open_input: Any
+) -> Any:
     """The frames an interrupted run left to do: from the next frame of the sampling it
     began, or none at all where its rows all reached the file (only the join is left)."""
     from ..io.results import resume_point, rows_done
-    from ..io.sources import open_input
 
     done = resume_point(out)
     if is_sampled(args):  # the same choice of frames, from the sample after the last row

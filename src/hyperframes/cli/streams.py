@@ -5,9 +5,10 @@ and positions in time, each in the words of the command line."""
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any
 
-from ..io.inputs import is_image_sequence
+from ..io.inputs import is_image_sequence, is_store
 from ..io.positions import Seconds
 from .common import UsageError
 
@@ -54,18 +55,22 @@ def frame_range(
     path: str, start: int | Seconds, stop: int | Seconds | None, *, rate: str | None = None
 ) -> tuple[int, int | None]:
     """``--start``/``--stop`` as frame indices (:func:`~hyperframes.io.positions.frame_range`;
-    an image sequence's at ``rate``, 25 unless given)."""
+    an image sequence's at ``rate``, 25 unless given; a store's by its frames' times)."""
     from fractions import Fraction
 
     from ..errors import MediaError
     from ..io import positions
     from ..io.positions import DEFAULT_RATE
 
-    every = None
-    if rate is not None or is_image_sequence(path):
+    every, times = None, None
+    if is_store(path):
+        from ..store.as_input import store_frame_times
+
+        times = functools.partial(store_frame_times, path)
+    elif rate is not None or is_image_sequence(path):
         every = Fraction(rate) if rate else DEFAULT_RATE
     try:
-        return positions.frame_range(path, start, stop, rate=every)
+        return positions.frame_range(path, start, stop, rate=every, times=times)
     except MediaError as exc:
         raise UsageError(
             f"--start/--stop in seconds go by the frames' timestamps, which {path!r} cannot "

@@ -96,7 +96,15 @@ def is_many(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
         return True
     text = os.fspath(spec)
     many = os.path.isdir(text) or _is_glob(text) or text.lower().endswith(MANIFESTS)
-    return many and not is_image_sequence(text)
+    return many and not is_image_sequence(text) and not is_store(text)
+
+
+def is_store(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
+    """Whether ``spec`` names a hyperframes store (a folder holding its LMDB file): one
+    input, which ``hyperframes.store.as_input`` opens."""
+    return isinstance(spec, str | os.PathLike) and os.path.isfile(
+        os.path.join(os.fspath(spec), "data.mdb")
+    )
 
 
 def is_image_sequence(spec: str | os.PathLike[str] | Sequence[Any]) -> bool:
@@ -146,11 +154,11 @@ def expand(spec: str | os.PathLike[str] | Sequence[Any]) -> list[Input]:
             found = _manifest(Path(text))
         elif os.path.isdir(text):
             found = [_within(p, text) for p in _videos_in(Path(text))]
-            if not found and os.path.isfile(os.path.join(text, "data.mdb")):
+            if not found and is_store(text):
                 raise FileNotFoundError(
                     f"{text!r} is a hyperframes store, not a folder of videos or images; "
-                    "unpack it first (hyperframes unpack STORE frames/), or read it from "
-                    "Python with hyperframes.store.StoreSource"
+                    "name it alone as a command's input (hyperframes map STORE ...), or read "
+                    "it from Python with hyperframes.store.StoreSource"
                 )
             if not found:
                 raise FileNotFoundError(

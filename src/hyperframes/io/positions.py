@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from fractions import Fraction
 
 from ..errors import MediaError
@@ -66,10 +67,12 @@ def frame_range(
     stop: int | Seconds | None,
     *,
     rate: Fraction | None = None,
+    times: Callable[[], list[float]] | None = None,
 ) -> tuple[int, int | None]:
     """``start`` and ``stop`` as frame indices of the video at ``path`` (of an image
-    sequence at ``rate``, when given); indices pass through, and a video is read only
-    where a time needs it (its packets, not decoded).
+    sequence at ``rate``, when given; of frames whose ``times()`` are known, such as a
+    store's); indices pass through, and a video is read only where a time needs it (its
+    packets, not decoded).
 
     Raises:
         MediaError: the video's timestamps cannot number its frames.
@@ -79,17 +82,17 @@ def frame_range(
         return start, stop
     if rate is not None:
         return _at_rate(start, rate), None if stop is None else _at_rate(stop, rate)
-    times = frame_times(path)
+    every = frame_times(path) if times is None else times()
 
     def index(at: int | Seconds) -> int:
         if not isinstance(at, Seconds):
             return at
-        if at > times[-1] + 1e-6 and at is start:
+        if at > every[-1] + 1e-6 and at is start:
             raise ValueError(
                 f"start {at:g}s is past the last frame of {os.fspath(path)!r} "
-                f"({times[-1]:.3f}s); pass an earlier time"
+                f"({every[-1]:.3f}s); pass an earlier time"
             )
-        return next((k for k, t in enumerate(times) if t >= at - 1e-6), len(times))
+        return next((k for k, t in enumerate(every) if t >= at - 1e-6), len(every))
 
     return index(start), None if stop is None else index(stop)
 

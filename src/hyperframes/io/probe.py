@@ -25,6 +25,7 @@ import av.container
 import av.video.stream
 
 from ..errors import MediaError
+from .inputs import is_store
 from .streams import other_streams
 
 #: Packets whose timestamps are inspected to decide whether a stream looks VFR.
@@ -49,6 +50,12 @@ def open_video(
     where = Path(path)
     if not where.exists():
         raise MediaError(f"no such video file: {str(where)!r}; check the path")
+    if is_store(where):
+        raise MediaError(
+            f"{str(where)!r} is a hyperframes store, not a video file; `hyperframes map` "
+            "and `info` read a store, other commands its frames unpacked (hyperframes "
+            "unpack STORE frames.mkv), and Python hyperframes.store.StoreSource"
+        )
     if where.is_dir():
         raise MediaError(
             f"{str(where)!r} is a folder and holds no image sequence, not a video file; name "

@@ -1,0 +1,97 @@
+"""A store named where a command reads its input (``hyperframes map STORE fn --out ...``):
+its frames as they were stored (:class:`~.source.StoreSource`), and what a job needs of an
+input besides: an identity for a results file's ``--resume`` (:func:`store_fingerprint`)
+and its frames' times (:func:`store_frame_times`).
+
+A store is read at the size and in the pixel format it holds; what would change them
+(``size``, the frames chosen by ``step``, ``fps``...) is refused in one line, not ignored.
+
+Example:
+    >>> source = open_store("clip.hfs", start=10)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..io.formats import PixFmt
+from .lmdb_store import FrameStore
+from .source import StoreSource
+
+KEPT = {"size": None, "step": 1, "rate": None, "keyframes": False, "fps": None, "at": None,
+        "num_frames": None, "rotation": None, "colour": "ffmpeg"}  # fmt: skip
+"""The reading options a store takes only as they are by default, and their defaults."""
+SAYS = {"size": "a store is read at the size it holds", "rate": "a store has its own frame rate",
+        "rotation": "a store's frames are stored upright",
+        "colour": "a store's frames are converted as they were stored"}  # fmt: skip
+"""Why an option does not apply to a store; the others choose frames (not yet taken)."""
+
+
+def open_store(
+    path: str | os.PathLike[str],
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    pix_fmt: PixFmt = "rgb24",
+    on_corrupt: str = "fail",
+    **options: Any,
+) -> StoreSource:
+    """Frames ``start..stop-1`` of the store at ``path``, in ``pix_fmt`` (``"native"`` or
+    ``"yuv420p"``: a video's planes as stored; ``"rgb24"``: RGB); ``on_corrupt`` is
+    moot (every record is checked; a damaged one raises ``StoreCorrupt``).
+
+    Raises:
+        ValueError: an option that would change the frames (see :data:`KEPT`), or a range
+            outside the store.
+        StoreError, StoreCorrupt: as :class:`FrameStore`.
+    """
+    for name, value in options.items():
+        if name not in KEPT:
+            raise TypeError(f"open_store() got an unexpected keyword argument {name!r}")
+        if value != KEPT[name]:
+            why = SAYS.get(name, "frames are chosen from a video or images, not a store yet")
+            flag = " (--every)" if name == "step" else ""  # (the command line's name)
+            raise ValueError(
+                f"{why}: {os.fspath(path)!r} cannot take {name}={value!r}{flag}; drop it"
+            )
+    return StoreSource(path, start=start, stop=stop, pix_fmt="native" if pix_fmt in (
+        "native", "yuv420p") else "rgb24")  # fmt: skip
+
+
+def store_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What identifies the store's frames for a job over them: its frames, their shape
+    and type, its tier, and the identity of what it was made from (a store added to
+    since, or packed anew from another input, is another input)."""
+    from ..io.fingerprint import IDENTITY_KEYS
+
+    with FrameStore(path, hot_bytes=0, read_ahead=False) as store:
+        source = store.header.source or {}
+        return {
+            "store": os.path.basename(os.path.abspath(path)),
+            "frames": len(store),
+            "shape": list(store.spec.shape),
+            "dtype": store.spec.dtype.str,
+            "tier": store.header.tier,
+            "source": {key: source[key] for key in IDENTITY_KEYS if key in source},
+        }
+
+
+def store_frame_times(path: str | os.PathLike[str]) -> list[float]:
+    """Every frame's time in seconds from the first: as stored where the store kept its
+    input's timestamps, else at its frame rate.
+
+    Raises:
+        ValueError: a store that holds neither.
+    """
+    with FrameStore(path, hot_bytes=0, read_ahead=False) as store:
+        pts = store.groups.pts[: len(store)]
+        if len(pts) and not (pts != pts).any():
+            return [float(t - pts[0]) for t in pts]
+        fps = (store.header.source or {}).get("fps")
+        if not fps:
+            raise ValueError(
+                f"{os.fspath(path)!r} holds no timestamps and no frame rate; give frame "
+                "indices instead of times"
+            )
+        return [k / float(fps) for k in range(len(store))]
