@@ -1,7 +1,7 @@
 """A store named as ``map``'s input: its frames as stored give the rows the input it was
-packed from gives, at its own times; what would change its frames is refused in one line
-with nothing written; a run killed part-way resumes to an uninterrupted run's table;
-other commands say how a store is read."""
+packed from gives, at its own times and at another size; what would choose other frames
+is refused in one line with nothing written; a run killed part-way resumes to an
+uninterrupted run's table; other commands say how a store is read."""
 
 from __future__ import annotations
 
@@ -69,6 +69,11 @@ def test_a_store_gives_the_rows_its_input_gives(here: Path, capsys) -> None:
         pq.read_schema(here / "store.parquet").metadata[b"hyperframes.time_base"]
         == (pq.read_schema(here / "video.parquet").metadata[b"hyperframes.time_base"])
     )
+    for size in ("320x136", "333x100"):  # (half, and neither a whole part nor its aspect)
+        sized = ["--size", size, "--overwrite"]
+        assert main(["map", "bikes.hfs", "bright:brightness", "--out", "s.jsonl", *sized]) == 0
+        assert main(["map", "bikes.mp4", "bright:brightness", "--out", "v.jsonl", *sized]) == 0
+        assert (here / "s.jsonl").read_text() == (here / "v.jsonl").read_text()
     args = ["--start", "1.5s", "--stop", "4s"]
     assert main(["map", "bikes.hfs", "bright:brightness", "--out", "s2.jsonl", *args]) == 0
     assert main(["map", "bikes.mp4", "bright:brightness", "--out", "v2.jsonl", *args]) == 0
@@ -84,8 +89,7 @@ def test_a_store_gives_the_rows_its_input_gives(here: Path, capsys) -> None:
 
 @pytest.mark.parametrize(
     ("given", "says"),
-    [(["--size", "64x48"], "a store is read at the size it holds"),
-     (["--every", "2"], "--every"), (["--fps", "2"], "--fps 2"),
+    [(["--every", "2"], "--every"), (["--fps", "2"], "--fps 2"),
      (["--rate", "10"], "a store has its own frame rate"), (["--chunks"], "drop --chunks")],
 )  # fmt: skip
 def test_what_would_change_a_stores_frames_is_refused_in_one_line(

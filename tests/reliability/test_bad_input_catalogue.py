@@ -471,12 +471,19 @@ CASES: tuple[Case, ...] = (
         says="is a hyperframes store",
     ),
     Case(
-        "store-map-resized",
+        "store-map-sampled",
         "store",
-        "map over a store with --size",
-        lambda c: ["map", str(store(c.inp)), "json:dumps", "--out", str(c.out / "r.jsonl"),
-                   "--size", "8x8"],  # fmt: skip
-        says="read at the size it holds",
+        "map over a store with --fps",
+        lambda c: [
+            "map",
+            str(store(c.inp)),
+            "json:dumps",
+            "--out",
+            str(c.out / "r.jsonl"),
+            "--fps",
+            "2",
+        ],
+        says="not a store yet",
     ),
     Case(
         "store-wrong-magic",

@@ -43,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "input", metavar="INPUT",
         help="a video, an image sequence (a folder of images, 'frames/frame_%%04d.png', a "
-        "quoted glob of images), or many videos: a folder (searched below), a quoted glob "
-        "('clips/**/*.mp4') or a manifest (.txt, .csv, .jsonl, .parquet with a path column)",
+        "quoted glob of images), a store (its frames as stored), or many videos: a folder "
+        "(searched below), a quoted glob ('clips/**/*.mp4') or a manifest (.txt, .csv, "
+        ".jsonl, .parquet with a path column)",
     )  # fmt: skip
     p.add_argument("function", metavar="MODULE:NAME")
     p.add_argument("--out", required=True, help="results file: .jsonl or .parquet")

@@ -1,6 +1,7 @@
-"""Sources shown at other times or numbered otherwise: a source played several times in a
-row, as one longer sequence (:class:`Looped`), its samples shown at the times they were
-asked for (:class:`Retimed`), or numbered 0, 1, 2... (:class:`Renumbered`).
+"""Sources shown at other times, numbered or sized otherwise: a source played several
+times in a row, as one longer sequence (:class:`Looped`), its samples shown at the times
+they were asked for (:class:`Retimed`), numbered 0, 1, 2... (:class:`Renumbered`), or
+resized (:class:`Resized`: a store read at another size).
 
 Example (a 132-frame clip played 25 times is 3,300 frames)::
 
@@ -9,11 +10,13 @@ Example (a 132-frame clip played 25 times is 3,300 frames)::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..frames import FrameSpec
 from .base import Chunk, Footprint, Source
 
 
@@ -178,3 +181,70 @@ class Renumbered(_Around):
         ids = np.arange(self._next, self._next + len(chunk), dtype=np.int64)
         self._next += len(chunk)
         return Chunk(ids, meta, chunk.spec)
+
+
+STAGED = 8
+"""Frames a :class:`Resized` source reads at a time at their own size, before resizing
+them into the run's slot: its memory outside the pools, in its footprint."""
+
+
+class Resized(_Around):
+    """A source's frames resized to ``size`` (``(width, height)``), averaged by OpenCV's
+    ``INTER_AREA`` (as a video's frames whose size changes part-way are), for a source
+    that reads at one size only (a store): read :data:`STAGED` at a time into a buffer
+    of its own, then each resized into the run's slot.
+
+    Raises:
+        ValueError: a size that is not two positive integers, or frames OpenCV does not
+            resize (more than 4 channels).
+    """
+
+    def __init__(self, inner: Source, size: tuple[int, int]) -> None:
+        super().__init__(inner)
+        width, height = size
+        if not (int(width) == width > 0 and int(height) == height > 0):
+            raise ValueError(f"size must be (width, height), two positive integers; got {size}")
+        shape = inner.spec.shape
+        if len(shape) == 3 and shape[2] > 4:
+            raise ValueError(f"frames of {shape[2]} channels cannot be resized; drop size")
+        self._size = (int(width), int(height))
+        self._from = inner.spec
+        self.spec = FrameSpec((int(height), int(width), *shape[2:]), inner.spec.dtype)
+        self._staged: np.ndarray | None = None
+
+    def footprint(self) -> Footprint:
+        inner, staged = self._inner.footprint(), STAGED * self._from.nbytes
+        return dataclasses.replace(inner, least=inner.least + staged, wants=inner.wants + staged)
+
+    def use_memory(self, nbytes: int) -> None:
+        self._inner.use_memory(max(0, nbytes - STAGED * self._from.nbytes))
+
+    def read_into(self, out: np.ndarray) -> Chunk:
+        import cv2
+
+        from .formats import cv_into
+
+        if self._staged is None:
+            self._staged = np.empty((STAGED, *self._from.shape), self._from.dtype)
+        chunks: list[Chunk] = []
+        done = 0
+        while done < len(out):
+            chunk = self._inner.read_into(self._staged[: min(STAGED, len(out) - done)])
+            for k in range(len(chunk)):
+                cv_into(out[done + k], self.spec.shape, cv2.resize, self._staged[k],
+                        self._size, interpolation=cv2.INTER_AREA)  # fmt: skip
+            if not len(chunk):
+                break
+            chunks.append(chunk)
+            done += len(chunk)
+        if len(chunks) == 1:
+            return chunks[0]
+        if not chunks:
+            return Chunk(np.empty(0, np.int64))
+        keys = set.intersection(*(set(c.meta) for c in chunks))
+        meta = {key: np.concatenate([c.meta[key] for c in chunks]) for key in keys}
+        return Chunk(np.concatenate([c.index for c in chunks]), meta)
+
+    def close(self) -> None:
+        self._staged = None
+        super().close()

@@ -3,8 +3,9 @@ its frames as they were stored (:class:`~.source.StoreSource`), and what a job n
 input besides: an identity for a results file's ``--resume`` (:func:`store_fingerprint`)
 and its frames' times (:func:`store_frame_times`).
 
-A store is read at the size and in the pixel format it holds; what would change them
-(``size``, the frames chosen by ``step``, ``fps``...) is refused in one line, not ignored.
+A store is read in the pixel format it holds, at its size or resized (``size``: OpenCV's
+area average, :class:`~hyperframes.io.loop.Resized`); what would choose other frames
+(``step``, ``fps``...) is refused in one line, not ignored.
 
 Example:
     >>> source = open_store("clip.hfs", start=10)  # doctest: +SKIP
@@ -15,14 +16,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..io.base import Source
 from ..io.formats import PixFmt
+from ..io.loop import Resized
 from .lmdb_store import FrameStore
 from .source import StoreSource
 
-KEPT = {"size": None, "step": 1, "rate": None, "keyframes": False, "fps": None, "at": None,
+KEPT = {"step": 1, "rate": None, "keyframes": False, "fps": None, "at": None,
         "num_frames": None, "rotation": None, "colour": "ffmpeg"}  # fmt: skip
 """The reading options a store takes only as they are by default, and their defaults."""
-SAYS = {"size": "a store is read at the size it holds", "rate": "a store has its own frame rate",
+SAYS = {"rate": "a store has its own frame rate",
         "rotation": "a store's frames are stored upright",
         "colour": "a store's frames are converted as they were stored"}  # fmt: skip
 """Why an option does not apply to a store; the others choose frames (not yet taken)."""
@@ -34,12 +37,14 @@ def open_store(
     start: int = 0,
     stop: int | None = None,
     pix_fmt: PixFmt = "rgb24",
+    size: tuple[int, int] | None = None,
     on_corrupt: str = "fail",
     **options: Any,
-) -> StoreSource:
+) -> Source:
     """Frames ``start..stop-1`` of the store at ``path``, in ``pix_fmt`` (``"native"`` or
-    ``"yuv420p"``: a video's planes as stored; ``"rgb24"``: RGB); ``on_corrupt`` is
-    moot (every record is checked; a damaged one raises ``StoreCorrupt``).
+    ``"yuv420p"``: a video's planes as stored; ``"rgb24"``: RGB), resized to ``size``
+    (``(width, height)``) where given; ``on_corrupt`` is moot (every record is checked;
+    a damaged one raises ``StoreCorrupt``).
 
     Raises:
         ValueError: an option that would change the frames (see :data:`KEPT`), or a range
@@ -55,8 +60,14 @@ def open_store(
             raise ValueError(
                 f"{why}: {os.fspath(path)!r} cannot take {name}={value!r}{flag}; drop it"
             )
-    return StoreSource(path, start=start, stop=stop, pix_fmt="native" if pix_fmt in (
-        "native", "yuv420p") else "rgb24")  # fmt: skip
+    native = pix_fmt in ("native", "yuv420p")
+    if native and size is not None:
+        raise ValueError(f"a store's planes are given as stored: {os.fspath(path)!r} cannot "
+                         f"take size={size!r} with pix_fmt={pix_fmt!r}; drop one")  # fmt: skip
+    source = StoreSource(path, start=start, stop=stop, pix_fmt="native" if native else "rgb24")
+    if size is None or tuple(size) == (source.spec.shape[1], source.spec.shape[0]):
+        return source
+    return Resized(source, size)
 
 
 def store_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
