@@ -42,7 +42,7 @@ def dies(frames):
 def here(tmp_path: Path, clip_path, monkeypatch) -> Path:
     """bikes (250 frames with hard cuts) packed lossless into ``bikes.hfs``, a 16-bit
     simulation's frames into ``sim.hfs``, and the function's module."""
-    (tmp_path / "bright.py").write_text(MODEL)
+    (tmp_path / "store_rows.py").write_text(MODEL)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bikes.mp4").symlink_to(clip_path("bikes.mp4"))
@@ -61,8 +61,8 @@ def table(path: Path) -> list[dict]:
 
 
 def test_a_store_gives_the_rows_its_input_gives(here: Path, capsys) -> None:
-    assert main(["map", "bikes.hfs", "bright:brightness", "--out", "store.parquet"]) == 0
-    assert main(["map", "bikes.mp4", "bright:brightness", "--out", "video.parquet"]) == 0
+    assert main(["map", "bikes.hfs", "store_rows:brightness", "--out", "store.parquet"]) == 0
+    assert main(["map", "bikes.mp4", "store_rows:brightness", "--out", "video.parquet"]) == 0
     stored, video = table(here / "store.parquet"), table(here / "video.parquet")
     assert len(stored) == 250 and stored == video  # frame, time and value, row for row
     assert (
@@ -71,19 +71,19 @@ def test_a_store_gives_the_rows_its_input_gives(here: Path, capsys) -> None:
     )
     for size in ("320x136", "333x100"):  # (half, and neither a whole part nor its aspect)
         sized = ["--size", size, "--overwrite"]
-        assert main(["map", "bikes.hfs", "bright:brightness", "--out", "s.jsonl", *sized]) == 0
-        assert main(["map", "bikes.mp4", "bright:brightness", "--out", "v.jsonl", *sized]) == 0
+        assert main(["map", "bikes.hfs", "store_rows:brightness", "--out", "s.jsonl", *sized]) == 0
+        assert main(["map", "bikes.mp4", "store_rows:brightness", "--out", "v.jsonl", *sized]) == 0
         assert (here / "s.jsonl").read_text() == (here / "v.jsonl").read_text()
     args = ["--start", "1.5s", "--stop", "4s"]
-    assert main(["map", "bikes.hfs", "bright:brightness", "--out", "s2.jsonl", *args]) == 0
-    assert main(["map", "bikes.mp4", "bright:brightness", "--out", "v2.jsonl", *args]) == 0
+    assert main(["map", "bikes.hfs", "store_rows:brightness", "--out", "s2.jsonl", *args]) == 0
+    assert main(["map", "bikes.mp4", "store_rows:brightness", "--out", "v2.jsonl", *args]) == 0
     assert (here / "s2.jsonl").read_text() == (here / "v2.jsonl").read_text()
     sim = np.load(here / "sim.npy")
-    assert main(["map", "sim.hfs", "bright:brightness", "--out", "sim.parquet"]) == 0
+    assert main(["map", "sim.hfs", "store_rows:brightness", "--out", "sim.parquet"]) == 0
     rows = table(here / "sim.parquet")
     assert [r["value"] for r in rows] == [round(float(f.mean()), 6) for f in sim]
     assert {r["time"] for r in rows} == {None}  # (arrays: no times, none made up)
-    assert main(["map", "sim.hfs", "bright:brightness", "--out", "t.parquet", "--start", "1s"])
+    assert main(["map", "sim.hfs", "store_rows:brightness", "--out", "t.parquet", "--start", "1s"])
     assert "holds no timestamps and no frame rate" in capsys.readouterr().err
 
 
@@ -95,17 +95,18 @@ def test_a_store_gives_the_rows_its_input_gives(here: Path, capsys) -> None:
 def test_what_would_change_a_stores_frames_is_refused_in_one_line(
     here: Path, capsys, given: list[str], says: str
 ) -> None:
-    assert main(["map", "sim.hfs", "bright:brightness", "--out", "r.parquet", *given]) != 0
+    assert main(["map", "sim.hfs", "store_rows:brightness", "--out", "r.parquet", *given]) != 0
     err = capsys.readouterr().err.strip()
     assert says in err and "drop" in err and len(err.splitlines()) == 1
     assert sorted(p.name for p in here.iterdir() if p.name.startswith("r.")) == []
 
 
 def test_a_killed_run_over_a_store_resumes_to_the_uninterrupted_table(here: Path) -> None:
-    assert main(["map", "bikes.hfs", "bright:brightness", "--out", "whole.parquet"]) == 0
+    assert main(["map", "bikes.hfs", "store_rows:brightness", "--out", "whole.parquet"]) == 0
     argv = [sys.executable, "-c", "import sys, hyperframes.io.results as r; r.PART_ROWS = 16\n"
             "from hyperframes.cli import main; sys.exit(main(sys.argv[1:]))", "map",
-            "bikes.hfs", "bright:dies", "--out", "cut.parquet", "--batch-size", "16"]  # fmt: skip
+            "bikes.hfs", "store_rows:dies", "--out", "cut.parquet",
+            "--batch-size", "16"]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(here), DIE_AT="120")  # (parts of 16 rows)
     killed = subprocess.run(argv, cwd=here, env=env, capture_output=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL
