@@ -23,8 +23,8 @@ MAX_BANDS = 4
 SURFACE_MARGIN = 1.1
 """In a group of surface records, a delta is coded only where a quick look at it
 (``_records.probe_bands``) promises at most 1.1x the base's record: noise in two frames
-adds up in their difference, so on noisy smooth fields the frame alone always won, and
-coding the delta first cost 2.5x the time of the frame alone."""
+adds up in their difference, so on noisy smooth fields (``benchmarks/store_read.py``'s
+simulation) the frame alone won every time, and each delta coded first was time lost."""
 
 
 def compressor(level: int, source_size: int | None) -> zstd.ZstdCompressor:
