@@ -27,10 +27,14 @@ demo: $(DEMO_STAMP)
 # namespace of its own with loopback only (tests/loopback.py): the local Ray clusters bind
 # 127.0.0.1 there, and no test can reach any other address. HF_REQUIRE_RAY makes the Ray
 # tests fail instead of skipping when they cannot run.
+# The default run's tests go to a process a core (4 at most: tests/conftest.py), each
+# taking the next test as it finishes one; the long trials below run one at a time, as
+# some of them time what they run.
 SUITE := HF_REQUIRE_RAY=1 $(BIN)/python tests/loopback.py $(BIN)/python -m pytest -q
+SIDE_BY_SIDE := -n auto --dist worksteal
 
 test: $(TEST_STAMP) lint doctest
-	$(SUITE) -m "not slow" tests
+	$(SUITE) $(SIDE_BY_SIDE) -m "not slow" tests
 
 # The long trials (every signal at random moments, a full disk, a two-hour input, the
 # viewer's latency): about 6 minutes more; CI runs them after `make test`.
@@ -53,7 +57,7 @@ $(OPENCV5)/.installed: | $(TEST_STAMP)
 	touch $@
 
 test-opencv5: $(TEST_STAMP) $(OPENCV5)/.installed
-	HF_EXPECT_OPENCV=5 PYTHONPATH=$(OPENCV5) $(SUITE) -m "not slow" $(OPENCV_TESTS)
+	HF_EXPECT_OPENCV=5 PYTHONPATH=$(OPENCV5) $(SUITE) $(SIDE_BY_SIDE) -m "not slow" $(OPENCV_TESTS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff format --check src tests benchmarks

@@ -1,12 +1,25 @@
-"""Suite-wide fixtures: every test is checked for threads it leaves running."""
+"""Suite-wide fixtures: every test is checked for threads it leaves running; the test
+processes ``make test`` runs side by side (``pytest -n auto``)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
+
+MOST_TEST_PROCESSES = 4
+"""``pytest -n auto`` runs a test process a core, this many at most: a test may hold a
+4K pool, a local Ray cluster or a browser, each process its own."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """The test processes ``-n auto`` starts: a core each, :data:`MOST_TEST_PROCESSES` at
+    most."""
+    return max(1, min(len(os.sched_getaffinity(0)), MOST_TEST_PROCESSES))
+
 
 JOIN_S = 5.0
 """How long, all threads together, a test's new threads get to finish after it: a thread a

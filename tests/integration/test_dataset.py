@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from shm_blocks import left_since, shm_names  # the suite's helper
+
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
@@ -179,13 +181,9 @@ def test_the_frames_are_a_plain_reads_and_the_shuffle_follows_the_epoch(folder: 
     assert sorted(orders[0]) == sorted(orders[2]) == sorted(hf.VideoDataset(folder).units(4))
 
 
-def shared_memory() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-
-
 @pytest.mark.parametrize("batches", [False, True])
 def test_a_loader_deleted_mid_epoch_leaves_nothing_behind(folder: Path, batches: bool) -> None:
-    before_shm, before_threads = shared_memory(), set(threading.enumerate())
+    before_shm, before_threads = shm_names(), set(threading.enumerate())
     if batches:  # (the worker's reused blocks of shared memory)
         loader = data_loader(hf.VideoDataset(folder, fps=5, batch_size=4), batch_size=None,
                              num_workers=2)  # fmt: skip
@@ -204,9 +202,9 @@ def test_a_loader_deleted_mid_epoch_leaves_nothing_behind(folder: Path, batches:
     assert not [name for name in left if name.startswith("hf-")]
     # (multiprocessing's queue semaphores, sem.mp-*, are unlinked by the children's and the
     # resource tracker's finalisers, a moment after the workers exit: a leak stays)
-    while shared_memory() - before_shm and time.monotonic() < deadline:
+    while left_since(before_shm) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert shared_memory() - before_shm == set()
+    assert left_since(before_shm) == set()
 
 
 def test_bad_places_and_clips_are_refused(folder: Path) -> None:

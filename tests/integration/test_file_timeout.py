@@ -25,15 +25,12 @@ import hyperframes as hf
 from hyperframes.cli import main
 from hyperframes.cli.many import PARTIAL
 from hyperframes.io.inputs import expand as hf_expand
+from shm_blocks import left_since, shm_names  # the suite's helper
 
 FUNCTION = """
 def brightness(frames):
     return [round(float(f.mean()), 6) for f in frames]
 """
-
-
-def shm_names() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
 @pytest.fixture
@@ -73,7 +70,7 @@ def test_a_hanging_file_is_stopped_listed_and_the_rest_written(folder: Path, tmp
     assert out.read_text() == reference.read_text()  # every other row, as read here
     assert took < 30
     assert left() == []
-    assert shm_names() - before == set()
+    assert left_since(before) == set()
 
 
 def test_a_reader_that_dies_fails_its_file_alone(tmp_path: Path, clip_path):
@@ -96,7 +93,7 @@ def test_a_reader_that_dies_fails_its_file_alone(tmp_path: Path, clip_path):
     assert 0 < source.failed[0]["frames"] < 250
     assert got[1] == 120  # the next file, whole, in a fresh reader
     assert left() == []
-    assert shm_names() - before == set()
+    assert left_since(before) == set()
 
 
 def test_files_read_in_a_reader_give_the_frames_read_here(clip_path):

@@ -27,6 +27,7 @@ from hyperframes import Pipeline, ResultsSink
 from hyperframes.chunked import run_files
 from hyperframes.cli import main
 from hyperframes.cli.many import PARTIAL
+from shm_blocks import left_since, shm_names  # the suite's helper
 
 FUNCTION = """
 import os, time
@@ -53,10 +54,6 @@ def build_black(pipeline):
     return pipeline.map(fails_on_black, into="value")
 """
 SIZE = "96x64"
-
-
-def shm_names() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
 @pytest.fixture
@@ -105,7 +102,7 @@ def test_side_by_side_gives_the_one_process_table_and_lists_the_same_failures(
     assert main(again) == 0  # the table records its job, as one process's does
     assert "nothing to resume" in capsys.readouterr().out
     assert left() == []
-    assert shm_names() - before == set()
+    assert left_since(before) == set()
 
 
 def test_a_hanging_file_is_listed_and_the_rest_written(folder: Path, tmp_path: Path, capsys):
@@ -296,7 +293,7 @@ def test_a_killed_job_leaves_nothing_and_resumes_to_the_same_table(
     assert pq.read_table("rows.parquet").equals(pq.read_table("whole.parquet"))
     failed = [json.loads(line) for line in Path(report["failures"]).read_text().splitlines()]
     assert [Path(f["path"]).name for f in failed] == ["03_damaged.mp4"]  # (a kept run's)
-    assert shm_names() - before == set()
+    assert left_since(before) == set()
 
 
 @pytest.mark.ray

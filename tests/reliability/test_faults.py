@@ -26,6 +26,7 @@ from hyperframes import FrameSpec, Pipeline, StageError, VideoSink
 from hyperframes.executors.processes import ProcessExecutor
 from hyperframes.modes import Retry
 from hyperframes.store import FrameStore
+from shm_blocks import left_since, shm_names  # the suite's helper
 
 # -- 1 % of stage calls fail --------------------------------------------------------------
 
@@ -149,7 +150,7 @@ def test_a_worker_killed_from_outside_mid_run_fails_cleanly_naming_its_stage():
     progress callback SIGKILLs a busy worker of the second stage while batches flow."""
     executor = ProcessExecutor()
     killed: list[int] = []
-    shm_before = set(os.listdir("/dev/shm"))
+    shm_before = shm_names()
 
     def kill_one(progress) -> None:
         if progress.frames >= 64 and not killed:
@@ -169,7 +170,7 @@ def test_a_worker_killed_from_outside_mid_run_fails_cleanly_naming_its_stage():
     alive = {p.pid for p in psutil.Process().children(recursive=True)}
     assert not alive & set(executor.pids()), "worker processes left running"
     left = [n for n in executor.blocks.created if Path("/dev/shm", n).exists()]
-    assert not left and set(os.listdir("/dev/shm")) <= shm_before
+    assert not left and left_since(shm_before) == set()
 
 
 # -- a full disk --------------------------------------------------------------------------

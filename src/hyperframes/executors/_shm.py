@@ -10,6 +10,11 @@ Both sides map blocks with their own ``mmap`` rather than through
 ``SharedMemory.close()`` raise ``BufferError`` while a pool was still referenced. An
 ``mmap`` is unmapped when its last view dies, with no error.
 
+Each block is named after the process that made it (``hf_<pid>_<random>``,
+:func:`block_name`): what ``/dev/shm`` holds says whose it is, so a block left by a
+killed job can be traced to it, and a check for leftovers can tell its own blocks from
+those of another job on the machine.
+
 Example:
     >>> blocks = SharedBlocks()
     >>> buffer = blocks.create(4096)
@@ -21,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import secrets
 import shutil
 import threading
 import weakref
@@ -31,6 +37,20 @@ from typing import Any, NamedTuple
 import numpy as np
 
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+BLOCK_PREFIX = "hf_"
+"""What the name of every block of ours begins with (:func:`block_name`)."""
+
+
+def block_name() -> str:
+    """A new block's name: ``hf_<pid of this process>_<8 random hex digits>``."""
+    return f"{BLOCK_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+
+
+def maker_of(name: str) -> int | None:
+    """The pid of the process that made the block ``name`` (``None``: not one of ours)."""
+    prefix, _, rest = name.partition(BLOCK_PREFIX)
+    pid = rest.split("_", 1)[0]
+    return int(pid) if not prefix and pid.isdigit() else None
 
 
 class ShmView(NamedTuple):
@@ -149,6 +169,16 @@ def _unlink(names: list[str]) -> None:
             shared_memory.SharedMemory(name=name).unlink()
 
 
+def _created(size: int) -> shared_memory.SharedMemory:
+    """A new block of ``size`` bytes under a :func:`block_name` (another name where one
+    is taken)."""
+    while True:
+        try:
+            return shared_memory.SharedMemory(name=block_name(), create=True, size=size)
+        except FileExistsError:
+            continue
+
+
 class SharedBlocks:
     """The parent's shared blocks: created on demand, all unlinked by :meth:`unlink_all`.
 
@@ -172,7 +202,7 @@ class SharedBlocks:
         """
         size = max(int(nbytes), 1)
         _check_room(size)
-        shm = shared_memory.SharedMemory(create=True, size=size)
+        shm = _created(size)
         try:
             buffer = _map(shm.name, size, populate=True)
         except BaseException:
