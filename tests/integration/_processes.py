@@ -6,12 +6,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+BROWSER = ("chromium", "chromedriver")
+"""Programs of the browser tests' session fixtures (tests/browser): a browser starts and
+ends helper processes of its own at any moment, under whichever test process holds it."""
+
 
 def working_under(root: int) -> list[str]:
     """Processes under ``root`` that do work, as ``"pid: command line"``. Not counted:
     ``root``'s own fork server and resource tracker, which live as long as it does (what
     the fork server started is counted: a worker's parent is the fork server, whose
-    command line it shows), and a Ray cluster the session started, with its workers."""
+    command line it shows), a Ray cluster the session started, with its workers, and the
+    browser tests' browser (:data:`BROWSER`), with its helpers."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -31,6 +36,8 @@ def working_under(root: int) -> list[str]:
             continue
         if "/site-packages/ray/" in cmdline or cmdline.startswith("ray::"):
             continue  # the session's Ray cluster, and what it started
+        if any(name in cmdline.split(" ", 1)[0] for name in BROWSER):
+            continue  # the browser tests' browser, and the helpers it starts as it goes
         todo += children.get(pid, [])
         kept = "forkserver" in cmdline or "resource_tracker" in cmdline
         if not (kept and pid in children.get(root, [])):
