@@ -76,4 +76,3 @@ def no_thread_leak() -> Iterator[None]:
 def thread_leaks() -> Callable[..., list[str]]:
     """:func:`leaked_threads`, for the tests of the check itself."""
     return leaked_threads
-
