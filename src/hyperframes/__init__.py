@@ -84,10 +84,17 @@ _LAZY = {
 }
 
 
+_KINDS_FOR = {"VideoFiles": ".store"}
+"""Names whose objects read the input kinds a package registers (:mod:`.io.kinds`), with the
+package imported beside them: ``hf.VideoFiles("stores/")`` reads a folder of stores."""
+
+
 def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in _KINDS_FOR:
+        _importlib.import_module(_KINDS_FOR[name], __name__)
     value = getattr(_importlib.import_module(module, __name__), name)
     globals()[name] = value  # once imported, a plain attribute
     return value

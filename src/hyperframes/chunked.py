@@ -282,16 +282,18 @@ def run_files(
         (``failed``), those of runs a rerun reused too.
     """
     from .io.inputs import expand, inputs_record
+    from .io.kinds import registered
 
     given = list(inputs) if isinstance(inputs, list | tuple) else None
     items = given if given and all(isinstance(i, Input) for i in given) else expand(inputs)
-    job = FilesJob(tuple(items), dict(source_options or {}))
+    job = FilesJob(tuple(items), {"kinds": tuple(registered())} | dict(source_options or {}))
     if "on_failed" in job.options:
         raise ValueError("run_files lists failed inputs in its report; drop on_failed")
     if job.options.get("size") is None:  # each run would check only its own inputs
         VideoFiles(items, on_failed=lambda f: None, **job.options).close()  # (refused: frames
         # of several kinds; the inputs that fail are listed by the runs that read them)
-    rows = {k: v for k, v in job.options.items() if k not in ("on_error", "file_timeout")}
+    rows = {k: v for k, v in job.options.items()
+            if k not in ("on_error", "file_timeout", "kinds")}  # fmt: skip
     facts = {"inputs": inputs_record(items), "source options": repr(sorted(rows.items()))}
     # (how failures are met is not the job: a run stopped by one goes on without it)
     span = (0, len(items))

@@ -15,34 +15,18 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from _row_models import KILLABLE  # this folder's helper
 
 import hyperframes as hf
 from hyperframes.cli import main
 from hyperframes.store import StoreSink
-
-MODEL = """
-import os, signal
-import numpy as np
-
-def brightness(frames):
-    return [round(float(np.asarray(f, np.float64).mean()), 6) for f in frames]
-
-seen = 0
-
-def dies(frames):
-    global seen
-    seen += len(frames)
-    if os.environ.get("DIE_AT") and seen >= int(os.environ["DIE_AT"]):
-        os.kill(os.getpid(), signal.SIGKILL)
-    return brightness(frames)
-"""
 
 
 @pytest.fixture
 def here(tmp_path: Path, clip_path, monkeypatch) -> Path:
     """bikes (250 frames with hard cuts) packed lossless into ``bikes.hfs``, a 16-bit
     simulation's frames into ``sim.hfs``, and the function's module."""
-    (tmp_path / "store_rows.py").write_text(MODEL)
+    (tmp_path / "store_rows.py").write_text(KILLABLE)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bikes.mp4").symlink_to(clip_path("bikes.mp4"))

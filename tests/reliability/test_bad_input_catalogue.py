@@ -79,6 +79,14 @@ def store(d: Path, name: str = "s.hfs") -> Path:
     return path
 
 
+def stores(d: Path) -> Path:
+    """A folder of two stores (what ``pack INPUTS OUTDIR`` makes)."""
+    folder = d / "stores"
+    folder.mkdir()
+    store(folder, "a.hfs"), store(folder, "b.hfs")
+    return folder
+
+
 def put(path: Path, key: bytes, value: bytes, db: bytes | None = None) -> None:
     """Overwrite one value of a store behind the library's back (damage)."""
     env = lmdb.open(str(path), subdir=True, max_dbs=2)
@@ -484,6 +492,22 @@ CASES: tuple[Case, ...] = (
             "2",
         ],
         says="not a store yet",
+    ),
+    Case(
+        "stores-map-sampled",
+        "store",
+        "map over a folder of stores with --every 2",
+        lambda c: [
+            "map",
+            str(stores(c.inp)),
+            "json:dumps",
+            "--out",
+            str(c.out / "r.jsonl"),
+            "--every",
+            "2",
+        ],
+        expect="usage",
+        says="not stores yet",
     ),
     Case(
         "store-wrong-magic",

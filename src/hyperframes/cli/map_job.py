@@ -153,6 +153,11 @@ def _run_many(args: argparse.Namespace, fn: Any, build: Any) -> int:
     out = Path(args.out)
     inputs, state = expand(args.input), None
     refuse_rate(args.rate, inputs)
+    stored = next((i for i in inputs if is_store(i.path)), None)
+    if stored is not None and is_sampled(args):
+        raise UsageError(f"frames are chosen from videos or images, not stores yet: "
+                         f"{stored.name!r} is a store; drop --every, --fps, --at, "
+                         "--num-frames and --keyframes, or leave the stores out")  # fmt: skip
     spread = args.scale.executor in SPREAD
     recorded = recorded_inputs(out, spread=spread) if args.resume else None
     if recorded is not None:  # the interrupted job's inputs, in its order

@@ -143,8 +143,10 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def input_facts(rate: str | None, item: Input) -> dict[str, Any]:
-    """One input of ``info INPUTS``: what it is."""
-    return facts_of(item.path, rate)
+    """One input of ``info INPUTS``: what it is (a store: what ``info STORE`` says)."""
+    from .store import is_store, store_info
+
+    return store_info(item.path) if is_store(item.path) else facts_of(item.path, rate)
 
 
 def facts_of(path: str, rate: str | None) -> dict[str, Any]:
@@ -169,11 +171,21 @@ def info_many(args: argparse.Namespace) -> int:
                         file_timeout=args.file_timeout)  # fmt: skip
     for row in done:
         row.pop("seconds", None)
-    print_rows(done, failed, lambda row: (
+    print_rows(done, failed, _line, as_json=args.json)
+    return PARTIAL if failed else 0
+
+
+def _line(row: dict[str, Any]) -> str:
+    """One input of ``info INPUTS`` in a line: a video's codec, size, rate, frames and
+    seconds; a store's size, rate and frames."""
+    if "stored_bytes" in row:  # a store (``info STORE``'s facts)
+        height, width = row["shape"][:2]
+        return (f"{row['path']}  store {width}x{height} {row.get('fps') or '?'} fps "
+                f"{row['frames']} frames")  # fmt: skip
+    return (
         f"{row['path']}  {row.get('codec')} {row.get('width')}x{row.get('height')} "
         f"{row.get('fps') or '?'} fps {row.get('frames')} frames {row.get('duration')} s"
-    ), as_json=args.json)  # fmt: skip
-    return PARTIAL if failed else 0
+    )
 
 
 def stream_line(stream: dict[str, Any]) -> str:

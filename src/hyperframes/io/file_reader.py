@@ -24,6 +24,7 @@ from .base import Chunk, Footprint
 from .decoder_memory import decoding_of
 from .formats import PixFmt, rate_of
 from .inputs import Input, is_image_sequence
+from .kinds import InputKind, kind_of
 from .positions import DEFAULT_RATE, frame_range
 from .sampling import times_of
 from .sources import open_input
@@ -36,11 +37,20 @@ if TYPE_CHECKING:
 
 
 def frames_of(
-    path: str | os.PathLike[str], start: Any, stop: Any, *, rate: Fraction | float | str | None
+    path: str | os.PathLike[str],
+    start: Any,
+    stop: Any,
+    *,
+    rate: Fraction | float | str | None,
+    kinds: tuple[InputKind, ...] = (),
 ) -> tuple[int, int | None]:
     """``start`` and ``stop`` (frame indices, or :class:`~.positions.Seconds`) as frame
     indices of ``path``: a video's by its frames' timestamps, an image sequence's at
-    ``rate`` (25 unless given; a video's ``rate`` is not used here)."""
+    ``rate`` (25 unless given; a video's ``rate`` is not used here), an input of one of
+    ``kinds`` as its kind says."""
+    kind = kind_of(path, kinds)
+    if kind is not None:
+        return kind.frames(os.fspath(path), start, stop)
     every = None
     if is_image_sequence(path):
         every = DEFAULT_RATE if rate is None else rate_of(rate)
@@ -52,21 +62,34 @@ def open_item(
     *,
     rate: Fraction | float | str | None = None,
     start: int | None = None,
+    kinds: tuple[InputKind, ...] = (),
     **options: Any,
 ) -> VideoSource | ImageSequenceSource:
     """The source of one input of a job: its range (``start``/``stop``, times turned into
-    frames), its manifest's ``at`` times, an image sequence at ``rate`` (25 unless given);
-    from ``start`` where given."""
+    frames), its manifest's ``at`` times, an image sequence at ``rate`` (25 unless given),
+    an input of one of ``kinds`` as its kind opens it; from ``start`` where given."""
+    first, stop = frames_of(item.path, item.start, item.stop, rate=rate, kinds=kinds)
+    kind = kind_of(item.path, kinds)
+    if kind is not None:
+        opened: Opened = kind.open(
+            item.path, start=first if start is None else start, stop=stop, **options
+        )  # (one that reads as a video)
+        return opened
     images = is_image_sequence(item.path)
-    first, stop = frames_of(item.path, item.start, item.stop, rate=rate)  # times: frames
     if "at" in item.columns:  # this row's own times
         options = {**options, "at": times_of(item.columns["at"], item.path)}
     return open_input(item.path, start=first if start is None else start, stop=stop,
                       rate=rate if images else None, **options)  # fmt: skip
 
 
-def header_footprint(item: Input, *, size: Any, pix_fmt: PixFmt) -> Footprint:
-    """The decoder an input will need, from its header alone (an image at a time: none)."""
+def header_footprint(
+    item: Input, *, size: Any, pix_fmt: PixFmt, kinds: tuple[InputKind, ...] = ()
+) -> Footprint:
+    """The decoder an input will need, from its header alone (an image at a time: none;
+    an input of one of ``kinds``: what its kind says)."""
+    kind = kind_of(item.path, kinds)
+    if kind is not None:
+        return kind.footprint(item.path, size=size, pix_fmt=pix_fmt)
     if is_image_sequence(item.path):
         return Footprint("decoder")
     return decoding_of(item.path, resized=size, pix_fmt=pix_fmt)
@@ -113,18 +136,26 @@ class Reads:
         self.source.resume_from(sample)
         return self.source.length
 
-    def header(self, item: Input, size: Any, pix_fmt: PixFmt) -> Footprint:
-        return header_footprint(item, size=size, pix_fmt=pix_fmt)
+    def header(
+        self, item: Input, size: Any, pix_fmt: PixFmt, kinds: tuple[InputKind, ...]
+    ) -> Footprint:
+        return header_footprint(item, size=size, pix_fmt=pix_fmt, kinds=kinds)
 
     def headers(
-        self, items: list[Input], size: Any, pix_fmt: PixFmt, within: float
+        self,
+        items: list[Input],
+        size: Any,
+        pix_fmt: PixFmt,
+        kinds: tuple[InputKind, ...],
+        within: float,
     ) -> list[Footprint | None]:
         """Each item's :func:`header_footprint`, read on a thread a core; ``None`` for
         those that gave nothing within ``within`` seconds (their threads are left stuck:
         the parent ends this process)."""
         threads = min(32, 2 * len(os.sched_getaffinity(0)))
         pool = ThreadPoolExecutor(threads, thread_name_prefix="hf-headers")
-        futures = [pool.submit(header_footprint, i, size=size, pix_fmt=pix_fmt) for i in items]
+        futures = [pool.submit(header_footprint, i, size=size, pix_fmt=pix_fmt, kinds=kinds)
+                   for i in items]  # fmt: skip
         wait(futures, timeout=within)
         pool.shutdown(wait=False, cancel_futures=True)
         return [f.result() if f.done() else None for f in futures]

@@ -168,7 +168,7 @@ def expand(spec: str | os.PathLike[str] | Sequence[Any]) -> list[Input]:
         elif _is_glob(text):
             fixed = _fixed_part(text)
             found = [_within(os.path.abspath(p), fixed) for p in glob.glob(text, recursive=True)
-                     if os.path.isfile(p)]  # fmt: skip
+                     if os.path.isfile(p) or is_store(p)]  # fmt: skip
             if not found:
                 raise FileNotFoundError(f"the pattern {text!r} matches no file")
         else:
@@ -195,15 +195,17 @@ def is_video(path: Path) -> bool:
 
 
 def _videos_in(folder: Path) -> list[str]:
-    """The videos in ``folder`` and below, and the folders of images (each one image
-    sequence, not searched further); hidden files and folders, FIFOs and devices left out
-    (as a glob leaves them: a FIFO is read as a stream only where it is named)."""
+    """The videos in ``folder`` and below, the folders of images (each one image sequence)
+    and the stores (each one input), neither searched further; hidden files and folders,
+    FIFOs and devices left out (as a glob leaves them: a FIFO is read as a stream only
+    where it is named)."""
     found = []
     for root, dirs, names in os.walk(folder):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
-        sequences = [d for d in dirs if is_image_sequence(os.path.join(root, d))]
-        found += [os.path.abspath(os.path.join(root, d)) for d in sequences]
-        dirs[:] = [d for d in dirs if d not in sequences]
+        whole = [d for d in dirs if is_store(os.path.join(root, d))
+                 or is_image_sequence(os.path.join(root, d))]  # fmt: skip
+        found += [os.path.abspath(os.path.join(root, d)) for d in whole]
+        dirs[:] = [d for d in dirs if d not in whole]
         found += [os.path.abspath(Path(root) / name) for name in names
                   if not name.startswith(".") and os.path.isfile(Path(root) / name)
                   and is_video(Path(root) / name)]  # fmt: skip
@@ -287,6 +289,13 @@ def _manifest(path: Path) -> list[Input]:
 
 def inputs_record(inputs: Sequence[Input]) -> list[dict[str, Any]]:
     """What a job over ``inputs`` records of them, for a resume to check: each one's path,
-    range and size in bytes (``None``: missing, to be listed)."""
-    return [{"path": i.path, "bytes": os.path.getsize(i.path) if os.path.isfile(i.path) else None,
-             "start": i.start, "stop": i.stop} for i in inputs]  # fmt: skip
+    range and size in bytes (a store's: its LMDB file's; ``None``: missing, to be listed,
+    or a folder of images)."""
+    return [{"path": i.path, "bytes": _bytes_of(i.path), "start": i.start, "stop": i.stop}
+            for i in inputs]  # fmt: skip
+
+
+def _bytes_of(path: str) -> int | None:
+    if is_store(path):
+        return os.path.getsize(os.path.join(path, "data.mdb"))
+    return os.path.getsize(path) if os.path.isfile(path) else None

@@ -92,7 +92,7 @@ class ReaderProcess:
         return source
 
     def headers(
-        self, items: list[Input], *, size: Any, pix_fmt: PixFmt
+        self, items: list[Input], *, size: Any, pix_fmt: PixFmt, kinds: tuple[Any, ...] = ()
     ) -> list[Footprint | OSError]:
         """:func:`header_footprint` of each of ``items``, read in the child on a thread a
         core, or the error of one that gave nothing within the timeout
@@ -101,9 +101,10 @@ class ReaderProcess:
         for at in range(0, len(items), HEADERS_AT_ONCE):
             part = items[at : at + HEADERS_AT_ONCE]
             try:  # the child keeps to the timeout; the call's own is a backstop
-                got = self._call("headers", part, size, pix_fmt, self.timeout, slack=60.0)
+                got = self._call("headers", part, size, pix_fmt, kinds, self.timeout,
+                                 slack=60.0)  # fmt: skip
             except (FileStalled, ReaderDied):  # all at once gave no answer: one by one
-                found += [self._header(item, size, pix_fmt) for item in part]
+                found += [self._header(item, size, pix_fmt, kinds) for item in part]
                 continue
             if None in got:  # stuck threads in the child: end it
                 self._end_child()
@@ -111,9 +112,11 @@ class ReaderProcess:
             found += [stalled if f is None else f for f in got]
         return found
 
-    def _header(self, item: Input, size: Any, pix_fmt: PixFmt) -> Footprint | OSError:
+    def _header(
+        self, item: Input, size: Any, pix_fmt: PixFmt, kinds: tuple[Any, ...]
+    ) -> Footprint | OSError:
         try:
-            footprint: Footprint = self._call("header", item, size, pix_fmt)
+            footprint: Footprint = self._call("header", item, size, pix_fmt, kinds)
         except (FileStalled, ReaderDied) as exc:
             return exc
         return footprint

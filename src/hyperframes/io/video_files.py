@@ -50,6 +50,7 @@ from .base import Chunk, Footprint, InputFailure, Source
 from .file_reader import header_footprint, open_item
 from .formats import OnCorrupt, PixFmt
 from .inputs import Input, expand
+from .kinds import InputKind, registered
 from .positions import Seconds
 from .reader_process import ReaderProcess, RemoteSource
 from .sampling import Sampling
@@ -89,6 +90,9 @@ class VideoFiles(Source):
             (with the frames it gave before) and goes on; ``"fail"`` raises.
         on_failed: called with each entry of :attr:`failed` as it is added; where it is
             not given, each is told in a warning that names it.
+        kinds: the kinds of input read besides videos and image sequences (by default
+            those registered: ``hyperframes.store`` registers the store, so a folder of
+            stores is read as a folder of videos is).
         file_timeout: read each input in a child process that is stopped when a read (the
             header, opening, or one batch) gives nothing for this many seconds: the input
             is listed as failed and the next is read in a fresh process, as is an input
@@ -125,6 +129,7 @@ class VideoFiles(Source):
         rate: Fraction | float | str | None = None,
         on_error: OnError = "skip",
         on_failed: Callable[[dict[str, Any]], None] | None = None,
+        kinds: Sequence[InputKind] | None = None,
         file_timeout: float | None = None,
     ) -> None:
         if on_error not in ("skip", "fail"):
@@ -157,6 +162,7 @@ class VideoFiles(Source):
             }
             | ({} if threads is True else {"threads": threads})
             | {key: value for key, value in sampling.items() if value not in (None, False)}
+            | {"kinds": tuple(registered() if kinds is None else kinds)}
         )
         Sampling.of(step=step, **sampling)  # (a bad choice: refused before any input is read)
         self.failed: list[dict[str, Any]] = []
@@ -225,7 +231,8 @@ class VideoFiles(Source):
             size, pix_fmt = self._options["size"], self._options["pix_fmt"]
             if self._reader is not None:  # in the child, each file within the time limit
                 read = self._reader.headers([self.inputs[k] for k in later], size=size,
-                                            pix_fmt=pix_fmt)  # fmt: skip
+                                            pix_fmt=pix_fmt,
+                                            kinds=self._options["kinds"])  # fmt: skip
                 for k, got in zip(later, read, strict=True):
                     if isinstance(got, Footprint):
                         found.append(got)
@@ -242,11 +249,11 @@ class VideoFiles(Source):
 
     def _headers(self, later: list[int]) -> list[Footprint]:
         """The decoders of the inputs ``later``, from their headers, on a thread a core."""
-        size, pix_fmt = self._options["size"], self._options["pix_fmt"]
+        size, pix_fmt, kinds = (self._options[key] for key in ("size", "pix_fmt", "kinds"))
         threads = min(32, 2 * len(os.sched_getaffinity(0)))
         with ThreadPoolExecutor(threads, thread_name_prefix="hf-headers") as pool:
             return list(pool.map(lambda k: header_footprint(
-                self.inputs[k], size=size, pix_fmt=pix_fmt), later))  # fmt: skip
+                self.inputs[k], size=size, pix_fmt=pix_fmt, kinds=kinds), later))  # fmt: skip
 
     def pool_memory(self, nbytes: int) -> Any:
         """Shared memory of the reader process's, where there is one: it decodes into the

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from . import as_input  # noqa: F401  (registers the store as an input of jobs over many: io.kinds)
 from .cache import CacheStats, TieredCache
 from .info import StoreInfo
 from .lmdb_store import FrameStore

@@ -1,7 +1,9 @@
 """A store named where a command reads its input (``hyperframes map STORE fn --out ...``):
 its frames as they were stored (:class:`~.source.StoreSource`), and what a job needs of an
 input besides: an identity for a results file's ``--resume`` (:func:`store_fingerprint`)
-and its frames' times (:func:`store_frame_times`).
+and its frames' times (:func:`store_frame_times`). :class:`StoreInput` makes a store one of
+the inputs a job over many reads (a folder of stores, as ``pack INPUTS OUTDIR`` makes
+one): importing this module registers it.
 
 A store is read in the pixel format it holds, at its size or resized (``size``: OpenCV's
 area average, :class:`~hyperframes.io.loop.Resized`); what would choose other frames
@@ -16,9 +18,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..io.base import Source
+from ..io.base import Footprint, Source
 from ..io.formats import PixFmt
+from ..io.inputs import is_store
+from ..io.kinds import InputKind, register
 from ..io.loop import Resized
+from ..io.positions import frame_range
+from ..io.sampling import Sampling
 from .lmdb_store import FrameStore
 from .source import StoreSource
 
@@ -106,3 +112,30 @@ def store_frame_times(path: str | os.PathLike[str]) -> list[float]:
                 "indices instead of times"
             )
         return [k / float(fps) for k in range(len(store))]
+
+
+class StoreInput(InputKind):
+    """A store among the inputs of a job over many: read as :func:`open_store` reads it,
+    its range in seconds by its frames' times (:func:`store_frame_times`)."""
+
+    def holds(self, path: str) -> bool:
+        return is_store(path)
+
+    def __repr__(self) -> str:
+        return "StoreInput()"
+
+    def open(self, path: str, *, start: int, stop: int | None, **options: Any) -> Any:
+        options.pop("threads", None)  # (a decoder's: a store's records decode on the reader)
+        source = open_store(path, start=start, stop=stop, **options)
+        source.start = start  # type: ignore[attr-defined]  # (what a job's reads take of
+        source.sampling = Sampling.of()  # type: ignore[attr-defined]  # any input: every
+        return source  # frame from start, as a video read whole gives them)
+
+    def frames(self, path: str, start: Any, stop: Any) -> tuple[int, int | None]:
+        return frame_range(path, start, stop, times=lambda: store_frame_times(path))
+
+    def footprint(self, path: str, *, size: Any, pix_fmt: str) -> Footprint:
+        return Footprint("decoder")
+
+
+register(StoreInput())
