@@ -1,11 +1,13 @@
 """A folder of stores (what ``pack INPUTS OUTDIR`` makes) as the input of a job over many:
 each store read as ``map STORE`` reads it, the table the videos they were packed from
 give (in one process, side by side, read here, at another size), by a folder, a glob, a
-manifest or beside videos; a killed job resumes to the uninterrupted table; what would
-choose frames of a store is refused in one line; ``info`` lists the stores."""
+manifest or beside videos; a killed job resumes to the uninterrupted table; a damaged
+store is listed and the others written; what would choose frames of a store is refused
+in one line; ``info`` lists the stores."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +19,7 @@ import pytest
 from _row_models import KILLABLE  # this folder's helper
 
 from hyperframes.cli import main
+from hyperframes.cli.many import PARTIAL
 
 FN = "stores_rows:brightness"
 
@@ -96,3 +99,15 @@ def test_choosing_frames_of_stores_is_refused_and_info_lists_them(here: Path, ca
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("  ")[1].split(" fps")[0] for line in lines] == [
         "store 640x272 25.0", "store 176x144 29.97002997002997"]  # fmt: skip
+
+
+def test_a_damaged_store_is_listed_and_the_others_written(here: Path) -> None:
+    data = here / "stores" / "bikes.hfs" / "data.mdb"
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 3])  # (cut short)
+    for how in ([], ["--file-timeout", "0"]):
+        out = here / "d.parquet"
+        assert main(["map", "stores", FN, "--out", str(out), "--overwrite", *how]) == PARTIAL
+        assert [Path(r["path"]).name for r in rows(str(out), paths=True)] == [
+            "carphone_pristine.hfs"] * 120  # fmt: skip
+        (failed,) = map(json.loads, Path(f"{out}.failures.jsonl").read_text().splitlines())
+        assert Path(failed["path"]).name == "bikes.hfs" and "truncated" in failed["reason"]

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 from ..io.base import Footprint, Source
 from ..io.formats import PixFmt
@@ -135,7 +135,16 @@ class StoreInput(InputKind):
         return frame_range(path, start, stop, times=lambda: store_frame_times(path))
 
     def footprint(self, path: str, *, size: Any, pix_fmt: str) -> Footprint:
-        return Footprint("decoder")
+        """What its reads hold besides the pool (frames staged to be resized), as the
+        source declares it."""
+        try:
+            source = open_store(path, size=size, pix_fmt=cast(PixFmt, pix_fmt))
+        except (OSError, ValueError):  # (damaged: listed with its reason when reached)
+            return Footprint("decoder")
+        try:
+            return source.footprint()
+        finally:
+            source.close()
 
 
 register(StoreInput())
