@@ -291,11 +291,7 @@ def inputs_record(inputs: Sequence[Input]) -> list[dict[str, Any]]:
     """What a job over ``inputs`` records of them, for a resume to check: each one's path,
     range and size in bytes (a store's: its LMDB file's; ``None``: missing, to be listed,
     or a folder of images)."""
-    return [{"path": i.path, "bytes": _bytes_of(i.path), "start": i.start, "stop": i.stop}
-            for i in inputs]  # fmt: skip
-
-
-def _bytes_of(path: str) -> int | None:
-    if is_store(path):
-        return os.path.getsize(os.path.join(path, "data.mdb"))
-    return os.path.getsize(path) if os.path.isfile(path) else None
+    held = [os.path.join(i.path, "data.mdb") if is_store(i.path) else i.path for i in inputs]
+    return [{"path": i.path, "bytes": os.path.getsize(f) if os.path.isfile(f) else None,
+             "start": i.start, "stop": i.stop}
+            for i, f in zip(inputs, held, strict=True)]  # fmt: skip
